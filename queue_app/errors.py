@@ -1,0 +1,57 @@
+"""Failures a caller can name and turn into a message a person understands."""
+
+from __future__ import annotations
+
+
+class ReviewError(Exception):
+    """Base class: every expected failure of a queue operation."""
+
+    #: Words for a reviewer or API client; views show this, never a traceback.
+    message = "The operation could not be completed."
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or self.message)
+        if message:
+            self.message = message
+
+
+class StaleLease(ReviewError):
+    message = (
+        "This item was reassigned or decided while you had it open; your decision was not recorded."
+    )
+
+
+class EvidenceChanged(ReviewError):
+    message = "The evidence changed since you opened this item; please review it again."
+
+
+class InvalidReason(ReviewError):
+    message = "That reason code is not one of the reasons allowed for this verdict in this queue."
+
+
+class InvalidVerdict(ReviewError):
+    message = "That verdict is not available here."
+
+
+class NotPermitted(ReviewError):
+    message = "You do not have access to do that."
+
+
+class AlreadySuperseded(ReviewError):
+    message = "That decision has already been overturned; overturn the standing decision instead."
+
+
+class QueueEmpty(ReviewError):
+    message = "There is nothing waiting in this queue right now."
+
+
+class ItemNotFound(ReviewError):
+    message = "No such item."
+
+
+class InvalidBounds(ReviewError):
+    message = "A value is outside its allowed range."
+
+
+class IdempotencyConflict(ReviewError):
+    message = "That idempotency key already names an item with different content."

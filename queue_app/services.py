@@ -1,0 +1,425 @@
+"""The operations a person would name: claim, renew, release, decide, overturn, escalate.
+
+Views, the API and management commands call these and nothing lower. Each takes keyword-only
+arguments, runs in an explicit transaction, and fails with a queue_app.errors type.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db import IntegrityError, connection, transaction
+from django.db.models import QuerySet
+
+from queue_app.errors import (
+    AlreadySuperseded,
+    EvidenceChanged,
+    IdempotencyConflict,
+    InvalidBounds,
+    InvalidReason,
+    InvalidVerdict,
+    NotPermitted,
+    StaleLease,
+)
+from queue_app.evidence import evidence_hash
+from queue_app.jsonutil import exact_loads
+from queue_app.managers import set_local_timeouts
+from queue_app.models import (
+    CORRECTED_VERDICTS,
+    REVIEW_VERDICTS,
+    Decision,
+    ItemEvent,
+    ItemEventKind,
+    Queue,
+    ReasonCode,
+    ReviewItem,
+    Verdict,
+)
+
+logger = logging.getLogger("queue_app")
+
+BATCH_SIZE_RANGE = (1, 200)
+BATCH_TTL_RANGE = (timedelta(seconds=1), timedelta(hours=1))
+NOTE_MAX_LENGTH = 10_000
+# Claims skip nothing on lease count unless the queue has somewhere to escalate to.
+_NO_LEASE_LIMIT = 2**31 - 1
+
+User = AbstractBaseUser | AnonymousUser
+
+
+def _guard_timeouts() -> None:
+    set_local_timeouts(
+        lock_timeout_ms=settings.REVIEW_LOCK_TIMEOUT_MS,
+        statement_timeout_ms=settings.REVIEW_STATEMENT_TIMEOUT_MS,
+    )
+
+
+def _max_leases(queue: Queue) -> int:
+    return queue.escalation_threshold if queue.escalation_queue_id else _NO_LEASE_LIMIT
+
+
+def _log_extra(**fields: Any) -> dict[str, Any]:
+    return {
+        key: (str(value) if isinstance(value, uuid.UUID) else value)
+        for key, value in fields.items()
+    }
+
+
+# -- access -------------------------------------------------------------------------------------
+
+
+def queues_for_user(*, user: User) -> QuerySet[Queue]:
+    """Return the queues this user may review: by group membership, or all for superusers."""
+    if not user.is_authenticated or not user.is_active:
+        return Queue.objects.none()
+    if user.is_superuser:
+        return Queue.objects.all()
+    return Queue.objects.filter(reviewer_groups__user=user).distinct()
+
+
+def user_can_review(*, user: User, queue: Queue | int) -> bool:
+    """Return whether the user may claim and decide items of this queue."""
+    queue_id = queue if isinstance(queue, int) else queue.pk
+    return queues_for_user(user=user).filter(pk=queue_id).exists()
+
+
+# -- intake -------------------------------------------------------------------------------------
+
+
+def create_item(
+    *,
+    queue: Queue,
+    subject: str,
+    payload: Any,
+    idempotency_key: str,
+    source_hash: str = "",
+    priority: int = 0,
+    trace_id: uuid.UUID | None = None,
+) -> tuple[ReviewItem, bool]:
+    """Create an item once per idempotency key; return (item, created).
+
+    Replaying a key with the same source hash returns the existing item; a different source
+    hash for the same key is an IdempotencyConflict (two different things under one name).
+    """
+    with transaction.atomic():
+        try:
+            # A savepoint: a concurrent insert of the same key loses the unique race here and
+            # falls through to read the winner's row, inside the caller's transaction.
+            with transaction.atomic():
+                item = ReviewItem.objects.create(
+                    queue=queue,
+                    subject=subject,
+                    payload=payload,
+                    idempotency_key=idempotency_key,
+                    source_hash=source_hash,
+                    priority=priority,
+                    trace_id=trace_id or uuid.uuid4(),
+                )
+        except IntegrityError:
+            existing = ReviewItem.objects.filter(idempotency_key=idempotency_key).first()
+            if existing is None:
+                raise
+            if existing.source_hash != source_hash or existing.queue_id != queue.pk:
+                raise IdempotencyConflict(
+                    f"Idempotency key {idempotency_key!r} already names item {existing.pk} "
+                    "with different content (source_hash or queue differ)."
+                ) from None
+            return existing, False
+        ItemEvent.objects.create(
+            item=item, kind=ItemEventKind.CREATED, detail={"priority": priority}
+        )
+    return item, True
+
+
+# -- leases -------------------------------------------------------------------------------------
+
+
+def claim_next(*, queue: Queue, reviewer: User) -> ReviewItem | None:
+    """Lease the next item of the queue to a reviewer, or return their live lease, renewed."""
+    if not user_can_review(user=reviewer, queue=queue):
+        raise NotPermitted("You do not have access to this queue.")
+    with transaction.atomic():
+        _guard_timeouts()
+        ReviewItem.objects.lock_reviewer_queue(queue_id=queue.pk, owner_id=reviewer.pk)
+        item = ReviewItem.objects.renew_own_live_lease(
+            queue_id=queue.pk, owner_id=reviewer.pk, ttl=queue.lease_ttl
+        )
+        if item is not None:
+            return item
+        claimed = ReviewItem.objects.claim(
+            queue_id=queue.pk,
+            owner_id=reviewer.pk,
+            limit=1,
+            ttl=queue.lease_ttl,
+            max_leases=_max_leases(queue),
+        )
+    if not claimed:
+        return None
+    item = claimed[0]
+    logger.info(
+        "item claimed",
+        extra=_log_extra(
+            item_id=item.pk,
+            queue=queue.slug,
+            reviewer=reviewer.pk,
+            trace_id=item.trace_id,
+            lease_count=item.lease_count,
+        ),
+    )
+    return item
+
+
+def claim_batch(*, queue: Queue, worker: User, n: int, ttl: timedelta) -> list[ReviewItem]:
+    """Lease up to n items (1..200) to an automated worker for ttl (1 s .. 1 h)."""
+    if not BATCH_SIZE_RANGE[0] <= n <= BATCH_SIZE_RANGE[1]:
+        raise InvalidBounds(
+            f"batch size must be between {BATCH_SIZE_RANGE[0]} and {BATCH_SIZE_RANGE[1]}"
+        )
+    if not BATCH_TTL_RANGE[0] <= ttl <= BATCH_TTL_RANGE[1]:
+        raise InvalidBounds("lease duration must be between 1 second and 1 hour")
+    if not user_can_review(user=worker, queue=queue):
+        raise NotPermitted("You do not have access to this queue.")
+    with transaction.atomic():
+        _guard_timeouts()
+        items = ReviewItem.objects.claim(
+            queue_id=queue.pk, owner_id=worker.pk, limit=n, ttl=ttl, max_leases=_max_leases(queue)
+        )
+    logger.info(
+        "batch claimed", extra=_log_extra(queue=queue.slug, reviewer=worker.pk, count=len(items))
+    )
+    return items
+
+
+def renew_lease(*, item_id: int, reviewer: User, lease_token: uuid.UUID | str) -> datetime:
+    """Extend the reviewer's lease by the queue's TTL; StaleLease if it is no longer theirs."""
+    token = _parse_token(lease_token)
+    queue = Queue.objects.filter(items__pk=item_id).only("lease_ttl").first()
+    if queue is None:
+        raise StaleLease()
+    with transaction.atomic():
+        _guard_timeouts()
+        expires = ReviewItem.objects.renew(
+            item_id=item_id, lease_token=token, owner_id=reviewer.pk, ttl=queue.lease_ttl
+        )
+    if expires is None:
+        raise StaleLease()
+    return expires
+
+
+def release_lease(*, item_id: int, reviewer: User, lease_token: uuid.UUID | str) -> None:
+    """Give the item back to its queue; StaleLease if the lease is no longer the reviewer's."""
+    token = _parse_token(lease_token)
+    with transaction.atomic():
+        _guard_timeouts()
+        released = ReviewItem.objects.release(
+            item_id=item_id, lease_token=token, owner_id=reviewer.pk
+        )
+    if not released:
+        raise StaleLease()
+    logger.info("item released", extra=_log_extra(item_id=item_id, reviewer=reviewer.pk))
+
+
+def _parse_token(lease_token: uuid.UUID | str) -> uuid.UUID:
+    if isinstance(lease_token, uuid.UUID):
+        return lease_token
+    try:
+        return uuid.UUID(str(lease_token))
+    except ValueError:
+        # A forged or mangled token can never match a lease: same answer as a stale one.
+        raise StaleLease() from None
+
+
+# -- decisions ----------------------------------------------------------------------------------
+
+
+def reason_codes_for(*, queue: Queue | int, verdict: str) -> QuerySet[ReasonCode]:
+    """Return the active reason codes a new decision of this verdict may use in this queue."""
+    queue_id = queue if isinstance(queue, int) else queue.pk
+    return ReasonCode.objects.filter(queue_id=queue_id, verdict=verdict, retired_at__isnull=True)
+
+
+def _reason(*, queue_id: int, verdict: str, code: str | ReasonCode) -> ReasonCode:
+    if isinstance(code, ReasonCode):
+        code = code.code
+    reason = reason_codes_for(queue=queue_id, verdict=verdict).filter(code=code).first()
+    if reason is None:
+        raise InvalidReason()
+    return reason
+
+
+def submit_decision(
+    *,
+    item_id: int,
+    reviewer: User,
+    lease_token: uuid.UUID | str,
+    verdict: str,
+    reason_code: str | ReasonCode,
+    evidence_hash: str,
+    note: str = "",
+) -> Decision:
+    """Close a leased item with a verdict, fenced by the lease token and the evidence hash."""
+    token = _parse_token(lease_token)
+    if verdict not in REVIEW_VERDICTS:
+        raise InvalidVerdict()
+    if len(note) > NOTE_MAX_LENGTH:
+        raise InvalidBounds(f"The note is longer than {NOTE_MAX_LENGTH} characters.")
+    with transaction.atomic():
+        _guard_timeouts()
+        closed = ReviewItem.objects.close(item_id=item_id, lease_token=token, owner_id=reviewer.pk)
+        if closed is None:
+            raise StaleLease()
+        # Everything below raises inside the transaction: the close above rolls back with it.
+        shown = evidence_hash
+        actual = _evidence_hash_of_row(closed)
+        if shown != actual:
+            raise EvidenceChanged()
+        queue = Queue.objects.get(pk=closed["queue_id"])
+        if not user_can_review(user=reviewer, queue=queue):
+            raise NotPermitted("You no longer have access to this queue.")
+        if verdict == Verdict.ESCALATE and queue.escalation_queue_id is None:
+            raise InvalidVerdict("This queue has no escalation queue to escalate to.")
+        reason = _reason(queue_id=queue.pk, verdict=verdict, code=reason_code)
+        decision = Decision.objects.insert(
+            item_id=item_id,
+            queue_id=queue.pk,
+            reviewer_id=reviewer.pk,
+            verdict=verdict,
+            reason_code_id=reason.pk,
+            evidence_hash=actual,
+            note=note,
+            lease_token=token,
+        )
+    logger.info(
+        "decision recorded",
+        extra=_log_extra(
+            decision_id=decision.pk,
+            item_id=item_id,
+            queue=queue.slug,
+            reviewer=reviewer.pk,
+            verdict=verdict,
+        ),
+    )
+    return decision
+
+
+def _evidence_hash_of_row(row: dict[str, Any]) -> str:
+    payload = row["payload"]
+    if isinstance(payload, str):
+        payload = exact_loads(payload)
+    return evidence_hash(subject=row["subject"], payload=payload)
+
+
+def standing_decision(*, item: ReviewItem | int) -> Decision | None:
+    """Return the last decision in the item's supersede chain (the one no overturn replaced)."""
+    item_id = item if isinstance(item, int) else item.pk
+    return (
+        Decision.objects.filter(item_id=item_id, superseded_by__isnull=True)
+        .select_related("reason_code", "reviewer")
+        .first()
+    )
+
+
+def standing_outcome(*, item: ReviewItem | int) -> str | None:
+    """Return the verdict that stands for the item now, or None if undecided."""
+    decision = standing_decision(item=item)
+    return decision.standing_verdict if decision else None
+
+
+def overturn_decision(
+    *,
+    decision_id: int,
+    admin: User,
+    corrected_verdict: str,
+    reason_code: str | ReasonCode,
+    note: str = "",
+) -> Decision:
+    """Supersede a standing decision with an overturn row (never an edit)."""
+    if not admin.is_authenticated or not admin.has_perm("queue_app.can_overturn"):
+        raise NotPermitted("You do not have permission to overturn decisions.")
+    if corrected_verdict not in CORRECTED_VERDICTS:
+        raise InvalidVerdict("An overturn leaves either approve or reject standing.")
+    if len(note) > NOTE_MAX_LENGTH:
+        raise InvalidBounds(f"The note is longer than {NOTE_MAX_LENGTH} characters.")
+    with transaction.atomic():
+        _guard_timeouts()
+        # The row lock serialises two admins overturning the same decision at once; the second
+        # then sees the first's overturn and gets AlreadySuperseded, not a constraint error.
+        target = (
+            Decision.objects.select_for_update(of=("self",))
+            .select_related("item")
+            .get(pk=decision_id)
+        )
+        if Decision.objects.filter(supersedes_id=target.pk).exists():
+            raise AlreadySuperseded()
+        if target.verdict == Verdict.ESCALATE:
+            raise InvalidVerdict(
+                "An escalation is not overturned; decide the escalated item in its own queue."
+            )
+        if target.reviewer_id == admin.pk:
+            raise NotPermitted("Four eyes: you cannot overturn a decision you made yourself.")
+        if target.standing_verdict == corrected_verdict:
+            raise InvalidVerdict(f"The decision already stands as {corrected_verdict}.")
+        reason = _reason(queue_id=target.queue_id, verdict=Verdict.OVERTURN, code=reason_code)
+        item = target.item
+        try:
+            with transaction.atomic():
+                overturn = Decision.objects.insert(
+                    item_id=item.pk,
+                    queue_id=target.queue_id,
+                    reviewer_id=admin.pk,
+                    verdict=Verdict.OVERTURN,
+                    reason_code_id=reason.pk,
+                    evidence_hash=evidence_hash(subject=item.subject, payload=item.payload),
+                    note=note,
+                    supersedes_id=target.pk,
+                    corrected_verdict=corrected_verdict,
+                )
+        except IntegrityError as exc:
+            if "supersedes" in str(exc):
+                raise AlreadySuperseded() from None
+            raise
+    logger.info(
+        "decision overturned",
+        extra=_log_extra(
+            decision_id=overturn.pk,
+            supersedes=target.pk,
+            item_id=item.pk,
+            reviewer=admin.pk,
+            verdict=corrected_verdict,
+        ),
+    )
+    return overturn
+
+
+# -- abandonment --------------------------------------------------------------------------------
+
+
+def escalate_abandoned(*, limit: int = 500) -> int:
+    """Move items abandoned escalation_threshold times to their escalation queue; return count."""
+    with transaction.atomic():
+        _guard_timeouts()
+        moved = ReviewItem.objects.escalate_abandoned(limit=limit)
+    for row in moved:
+        logger.warning(
+            "item auto-escalated",
+            extra=_log_extra(
+                item_id=row["id"],
+                trace_id=row["trace_id"],
+                queue=row["from_queue_id"],
+                to_queue=row["to_queue_id"],
+                lease_count=row["lease_count"],
+            ),
+        )
+    return len(moved)
+
+
+def database_now() -> datetime:
+    """Return the database clock (leases are judged by it, not by this process's clock)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT now()")
+        return cursor.fetchone()[0]

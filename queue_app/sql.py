@@ -1,0 +1,224 @@
+"""Every raw statement Review Console runs, named, each with what it does and why it is safe.
+
+Managers run these; services decide when. Keeping them here (rather than inline) means the
+benchmarks can replay exactly the statements the application runs (bench/ reads this module),
+and a reviewer of a race condition has one file to read.
+
+Parameters are psycopg named placeholders. Table names are Django's defaults for queue_app.
+"""
+
+from __future__ import annotations
+
+# Session guards for a claim or fenced write: a lock held elsewhere on the table (a migration,
+# a stuck transaction) becomes a quick, clean error rather than a hung reviewer request.
+SET_LOCAL_TIMEOUTS = """
+SELECT set_config('lock_timeout', %(lock_timeout)s, true),
+       set_config('statement_timeout', %(statement_timeout)s, true)
+"""
+
+# Serialise one reviewer's claims in one queue (two tabs pressing Next at once) so that they
+# hold at most one live lease there. Transaction-scoped: released at commit. Other reviewers
+# are not affected: the key is (queue, reviewer).
+LOCK_REVIEWER_QUEUE = """
+SELECT pg_advisory_xact_lock(%(queue_id)s::int, %(owner_id)s::int)
+"""
+
+# Renew and return the reviewer's own live lease in this queue, if there is one: a second
+# Next (another tab, a reload) gets the item already on their screen, with the same token.
+RENEW_OWN_LIVE_LEASE = """
+UPDATE queue_app_reviewitem AS i
+   SET lease_expires = now() + %(ttl)s
+ WHERE i.id = (
+        SELECT id FROM queue_app_reviewitem
+         WHERE queue_id = %(queue_id)s AND state = 'leased'
+           AND lease_owner_id = %(owner_id)s AND lease_expires > now()
+         ORDER BY lease_expires DESC
+         LIMIT 1
+       )
+RETURNING i.*
+"""
+
+# Claim up to %(limit)s items: expired leases first (oldest expiry), then fresh work by
+# priority and age. Safe because:
+# - each candidate set is chosen with FOR UPDATE SKIP LOCKED, so concurrent claimers walk past
+#   rows another claimer is stamping instead of waiting on them or taking them twice;
+# - the candidate CTEs are MATERIALIZED and carry their LIMIT inside, so the planner cannot
+#   inline them into the UPDATE and re-run the scan (which could lock more rows than it claims);
+# - the expired and pending scans each use their own partial index (item_leased_expiry,
+#   item_pending_claim): live leases and decided history are never walked;
+# - the UPDATE re-checks nothing because the row lock is held from selection to stamp, and
+#   the new random token fences every later write by the previous holder.
+# Items already leased %(max_leases)s times are left for the escalation sweep.
+# The claimed/reclaimed events are written in the same statement (one round trip).
+CLAIM_ITEMS = """
+WITH expired AS MATERIALIZED (
+    SELECT id, lease_owner_id AS previous_owner_id
+      FROM queue_app_reviewitem
+     WHERE queue_id = %(queue_id)s AND state = 'leased' AND lease_expires < now()
+       AND lease_count < %(max_leases)s
+     ORDER BY lease_expires
+     LIMIT %(limit)s
+       FOR UPDATE SKIP LOCKED
+), fresh AS MATERIALIZED (
+    -- The outer LIMIT changes nothing but the planner's estimate: without it the UPDATE below
+    -- is planned for "10%% of the pending rows" and joins them by a sequential scan.
+    SELECT id, previous_owner_id FROM (
+        SELECT id, NULL::bigint AS previous_owner_id
+          FROM queue_app_reviewitem
+         WHERE queue_id = %(queue_id)s AND state = 'pending'
+           AND lease_count < %(max_leases)s
+         ORDER BY priority DESC, created_at
+         LIMIT %(limit)s - (SELECT count(*) FROM expired)
+           FOR UPDATE SKIP LOCKED
+    ) AS unclaimed
+    LIMIT %(limit)s
+), picked AS (
+    SELECT id, previous_owner_id FROM expired
+    UNION ALL
+    SELECT id, previous_owner_id FROM fresh
+), claimed AS (
+    UPDATE queue_app_reviewitem AS i
+       SET state = 'leased',
+           lease_owner_id = %(owner_id)s,
+           lease_token = gen_random_uuid(),
+           lease_expires = now() + %(ttl)s,
+           lease_count = i.lease_count + 1
+      FROM picked
+     WHERE i.id = picked.id
+ RETURNING i.*, picked.previous_owner_id
+), events AS (
+    INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
+    SELECT id,
+           CASE WHEN previous_owner_id IS NULL THEN 'claimed' ELSE 'reclaimed' END,
+           %(owner_id)s, now(),
+           jsonb_build_object('lease_count', lease_count, 'lease_expires', lease_expires,
+                              'previous_owner_id', previous_owner_id)
+      FROM claimed
+)
+SELECT * FROM claimed ORDER BY priority DESC, created_at
+"""
+
+# Extend a lease, fenced by its token: a tab whose lease was taken over renews nothing.
+# A lapsed lease that nobody re-claimed is still the holder's (no one else can have it).
+RENEW_LEASE = """
+WITH renewed AS (
+    UPDATE queue_app_reviewitem
+       SET lease_expires = now() + %(ttl)s
+     WHERE id = %(item_id)s AND state = 'leased'
+       AND lease_token = %(lease_token)s AND lease_owner_id = %(owner_id)s
+ RETURNING id, lease_expires
+), events AS (
+    INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
+    SELECT id, 'renewed', %(owner_id)s, now(), jsonb_build_object('lease_expires', lease_expires)
+      FROM renewed
+)
+SELECT lease_expires FROM renewed
+"""
+
+# Give a leased item back to the queue, fenced by its token.
+RELEASE_LEASE = """
+WITH released AS (
+    UPDATE queue_app_reviewitem
+       SET state = 'pending', lease_owner_id = NULL, lease_token = NULL, lease_expires = NULL
+     WHERE id = %(item_id)s AND state = 'leased'
+       AND lease_token = %(lease_token)s AND lease_owner_id = %(owner_id)s
+ RETURNING id
+), events AS (
+    INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
+    SELECT id, 'released', %(owner_id)s, now(), '{}'::jsonb FROM released
+)
+SELECT id FROM released
+"""
+
+# The fenced close: the only way an item becomes decided. Zero rows means the token no longer
+# matches (expired and re-claimed, released, or decided already): the caller raises StaleLease
+# and writes nothing. A late submit whose token still matches is accepted, because nobody else
+# can have claimed the row while the token was unchanged. Returns what the evidence check needs.
+CLOSE_ITEM = """
+UPDATE queue_app_reviewitem
+   SET state = 'decided', decided_at = now(),
+       lease_owner_id = NULL, lease_token = NULL, lease_expires = NULL
+ WHERE id = %(item_id)s AND state = 'leased'
+   AND lease_token = %(lease_token)s AND lease_owner_id = %(owner_id)s
+RETURNING id, queue_id, subject, payload
+"""
+
+# Record a decision with its outbox row and its audit event, in the caller's transaction (the
+# same one as CLOSE_ITEM). The chain hash and sequence are filled by the insert trigger; the
+# outbox insert fires the NOTIFY that wakes the apply worker when the transaction commits.
+INSERT_DECISION = """
+WITH decision AS (
+    INSERT INTO queue_app_decision
+           (item_id, queue_id, reviewer_id, verdict, reason_code_id, evidence_hash, note,
+            supersedes_id, corrected_verdict, lease_token, created_at, chain_hash)
+    VALUES (%(item_id)s, %(queue_id)s, %(reviewer_id)s, %(verdict)s, %(reason_code_id)s,
+            %(evidence_hash)s, %(note)s, %(supersedes_id)s, %(corrected_verdict)s,
+            %(lease_token)s, now(), '')
+ RETURNING *
+), job AS (
+    INSERT INTO queue_app_effectjob
+           (decision_id, queue_id, created_at, attempts, next_attempt_at, last_error, dead)
+    SELECT id, queue_id, now(), 0, now(), '', false FROM decision
+), events AS (
+    INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
+    SELECT item_id, 'decided', reviewer_id, now(),
+           jsonb_build_object('decision_id', id, 'verdict', verdict,
+                              'corrected_verdict', corrected_verdict)
+      FROM decision
+)
+SELECT * FROM decision
+"""
+
+# Move abandoned items (leased escalation_threshold times without a decision, and not under a
+# live lease) to their queue's escalation queue, at higher priority, lease cleared. A late
+# submit on the old token then fails the fenced close. SKIP LOCKED: an item a claimer is
+# stamping right now is left for the next sweep rather than waited on.
+ESCALATE_ABANDONED = """
+WITH candidates AS MATERIALIZED (
+    SELECT i.id, i.queue_id AS from_queue_id, q.escalation_queue_id AS to_queue_id,
+           i.lease_count, i.lease_owner_id AS last_owner_id
+      FROM queue_app_reviewitem AS i
+      JOIN queue_app_queue AS q ON q.id = i.queue_id
+     WHERE q.escalation_queue_id IS NOT NULL
+       AND i.lease_count >= q.escalation_threshold
+       AND (i.state = 'pending' OR (i.state = 'leased' AND i.lease_expires < now()))
+     ORDER BY i.id
+     LIMIT %(limit)s
+       FOR UPDATE OF i SKIP LOCKED
+), moved AS (
+    UPDATE queue_app_reviewitem AS i
+       SET queue_id = c.to_queue_id, priority = i.priority + 10, state = 'pending',
+           lease_owner_id = NULL, lease_token = NULL, lease_expires = NULL, lease_count = 0
+      FROM candidates AS c
+     WHERE i.id = c.id
+ RETURNING i.id, i.trace_id, c.from_queue_id, c.to_queue_id, c.lease_count, c.last_owner_id
+), events AS (
+    INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
+    SELECT id, 'auto_escalated', NULL, now(),
+           jsonb_build_object('from_queue_id', from_queue_id, 'to_queue_id', to_queue_id,
+                              'lease_count', lease_count, 'last_owner_id', last_owner_id)
+      FROM moved
+)
+SELECT * FROM moved
+"""
+
+# Walk the decision chain in order, recomputing each link with the same SQL function the
+# insert trigger uses, and return the first row whose stored hash does not match (or whose
+# sequence skips). Streams: one pass over the chain_seq index.
+VERIFY_CHAIN = """
+SELECT id, chain_seq, chain_hash, expected
+  FROM (
+    SELECT d.id, d.chain_seq, d.chain_hash,
+           encode(sha256(convert_to(
+               coalesce(lag(d.chain_hash) OVER w, '') || '|' || queue_app_decision_chain_input(d),
+               'UTF8')), 'hex') AS expected,
+           lag(d.chain_seq) OVER w AS previous_seq
+      FROM queue_app_decision AS d
+    WINDOW w AS (ORDER BY d.chain_seq)
+  ) AS links
+ WHERE chain_hash <> expected OR chain_seq <> coalesce(previous_seq, 0) + 1
+ ORDER BY chain_seq
+ LIMIT 1
+"""
+
+COUNT_DECISIONS = "SELECT count(*) FROM queue_app_decision"

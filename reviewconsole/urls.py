@@ -1,0 +1,9 @@
+"""URL configuration: the console, operations pages, the API and Django admin."""
+
+from django.contrib import admin
+from django.urls import include, path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("", include("queue_app.urls")),
+]

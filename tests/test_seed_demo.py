@@ -1,0 +1,43 @@
+"""seed_demo: realistic data, and running it twice changes nothing."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.core.management import call_command
+
+from queue_app.models import Queue, ReasonCode, ReviewItem
+
+pytestmark = pytest.mark.django_db
+
+
+def _counts() -> tuple[int, ...]:
+    return (
+        Queue.objects.count(),
+        ReasonCode.objects.count(),
+        ReviewItem.objects.count(),
+        User.objects.count(),
+        Group.objects.count(),
+    )
+
+
+def test_it_seeds_queues_users_and_items_idempotently(monkeypatch, capsys):
+    monkeypatch.setenv("DEMO_PASSWORD", "demo-password-1")
+    call_command("seed_demo", items=20)
+    first = _counts()
+    call_command("seed_demo", items=20)
+    assert _counts() == first
+    assert set(Queue.objects.values_list("slug", flat=True)) == {
+        "kyc",
+        "reconciliation",
+        "escalation",
+    }
+    assert ReviewItem.objects.filter(queue__slug="reconciliation").count() == 20
+    recon = ReviewItem.objects.get(idempotency_key="demo-reconciliation-0")
+    assert recon.payload["variance_amount"] == Decimal("12345678901234.57")
+    assert recon.payload["match_decision"] in {"MATCHED", "PARTIAL", "UNMATCHED"}
+    assert User.objects.get(username="alice").check_password("demo-password-1")
+    assert Group.objects.get(name="Admins").permissions.filter(codename="can_overturn").exists()
+    assert not User.objects.get(username="alice").is_staff
