@@ -357,3 +357,35 @@ class ChainVerification(models.Model):
 
     def __str__(self) -> str:
         return f"Chain {'verified' if self.ok else 'BROKEN'} at {self.ran_at:%Y-%m-%d %H:%M}"
+
+
+class ApiScope(models.TextChoices):
+    INTAKE = "intake", "Intake (push items)"
+    ADJUDICATE = "adjudicate", "Adjudicate (lease and decide)"
+
+
+class ApiClient(models.Model):
+    """An upstream system or automated adjudicator calling /api/v1/ with a bearer token.
+
+    Only a sha256 of the token is stored; the token itself is shown once, when created. Each
+    client acts through its own service user, so leases and decisions name a real principal.
+    """
+
+    name = models.CharField(max_length=200, unique=True)
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="api_client"
+    )
+    token_prefix = models.CharField(max_length=12, help_text="First characters, to recognise it.")
+    token_hash = models.CharField(max_length=64, unique=True)
+    can_intake = models.BooleanField(default=False)
+    can_adjudicate = models.BooleanField(default=False)
+    queues = models.ManyToManyField(Queue, blank=True, related_name="api_clients")
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.token_prefix}…)"

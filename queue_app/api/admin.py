@@ -1,0 +1,1 @@
+"""Django admin for API clients (registered from queue_app.admin)."""

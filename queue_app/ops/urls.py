@@ -1,0 +1,3 @@
+"""Operator pages: /ops/, /metrics, /healthz."""
+
+urlpatterns: list = []
