@@ -15,6 +15,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import IntegrityError, connection, transaction
 from django.db.models import QuerySet
+from django.db.models.functions import Now
 
 from queue_app.errors import (
     AlreadySuperseded,
@@ -33,6 +34,7 @@ from queue_app.models import (
     CORRECTED_VERDICTS,
     REVIEW_VERDICTS,
     Decision,
+    EffectJob,
     ItemEvent,
     ItemEventKind,
     Queue,
@@ -416,6 +418,25 @@ def escalate_abandoned(*, limit: int = 500) -> int:
             ),
         )
     return len(moved)
+
+
+# -- outbox -------------------------------------------------------------------------------------
+
+
+def retry_effect_job(*, decision_id: int, operator: User) -> bool:
+    """Put a dead effect job back in line for the apply worker; return whether one was dead."""
+    revived = EffectJob.objects.filter(
+        decision_id=decision_id, dead=True, done_at__isnull=True
+    ).update(dead=False, attempts=0, next_attempt_at=Now())
+    if revived:
+        with connection.cursor() as cursor:
+            # Wake idle workers now rather than at their next poll.
+            cursor.execute("SELECT pg_notify('queue_app_effect_jobs', '')")
+        logger.info(
+            "effect job retried by operator",
+            extra=_log_extra(decision_id=decision_id, reviewer=operator.pk),
+        )
+    return bool(revived)
 
 
 def database_now() -> datetime:
