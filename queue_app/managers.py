@@ -44,8 +44,18 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         # raw() maps RETURNING columns onto the model and applies field converters (exact JSON).
         return list(self.raw(statement, params))
 
-    def lock_reviewer_queue(self, *, queue_id: int, owner_id: int) -> None:
-        fetch_dicts(sql.LOCK_REVIEWER_QUEUE, {"queue_id": queue_id, "owner_id": owner_id})
+    def guard_and_lock_reviewer_queue(
+        self, *, queue_id: int, owner_id: int, lock_timeout_ms: int, statement_timeout_ms: int
+    ) -> None:
+        fetch_dicts(
+            sql.SET_LOCAL_TIMEOUTS_AND_LOCK_REVIEWER_QUEUE,
+            {
+                "queue_id": queue_id,
+                "owner_id": owner_id,
+                "lock_timeout": f"{lock_timeout_ms}ms",
+                "statement_timeout": f"{statement_timeout_ms}ms",
+            },
+        )
 
     def renew_own_live_lease(
         self, *, queue_id: int, owner_id: int, ttl: timedelta

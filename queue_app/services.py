@@ -86,6 +86,8 @@ def queues_for_user(*, user: User) -> QuerySet[Queue]:
 
 def user_can_review(*, user: User, queue: Queue | int) -> bool:
     """Return whether the user may claim and decide items of this queue."""
+    if user.is_authenticated and user.is_active and user.is_superuser:
+        return True
     queue_id = queue if isinstance(queue, int) else queue.pk
     return queues_for_user(user=user).filter(pk=queue_id).exists()
 
@@ -146,8 +148,12 @@ def claim_next(*, queue: Queue, reviewer: User) -> ReviewItem | None:
     if not user_can_review(user=reviewer, queue=queue):
         raise NotPermitted("You do not have access to this queue.")
     with transaction.atomic():
-        _guard_timeouts()
-        ReviewItem.objects.lock_reviewer_queue(queue_id=queue.pk, owner_id=reviewer.pk)
+        ReviewItem.objects.guard_and_lock_reviewer_queue(
+            queue_id=queue.pk,
+            owner_id=reviewer.pk,
+            lock_timeout_ms=settings.REVIEW_LOCK_TIMEOUT_MS,
+            statement_timeout_ms=settings.REVIEW_STATEMENT_TIMEOUT_MS,
+        )
         item = ReviewItem.objects.renew_own_live_lease(
             queue_id=queue.pk, owner_id=reviewer.pk, ttl=queue.lease_ttl
         )

@@ -16,11 +16,13 @@ SELECT set_config('lock_timeout', %(lock_timeout)s, true),
        set_config('statement_timeout', %(statement_timeout)s, true)
 """
 
-# Serialise one reviewer's claims in one queue (two tabs pressing Next at once) so that they
-# hold at most one live lease there. Transaction-scoped: released at commit. Other reviewers
-# are not affected: the key is (queue, reviewer).
-LOCK_REVIEWER_QUEUE = """
-SELECT pg_advisory_xact_lock(%(queue_id)s::int, %(owner_id)s::int)
+# The timeouts above, plus: serialise one reviewer's claims in one queue (two tabs pressing
+# Next at once) so that they hold at most one live lease there. Transaction-scoped: released
+# at commit. Other reviewers are not affected: the key is (queue, reviewer). One round trip.
+SET_LOCAL_TIMEOUTS_AND_LOCK_REVIEWER_QUEUE = """
+SELECT set_config('lock_timeout', %(lock_timeout)s, true),
+       set_config('statement_timeout', %(statement_timeout)s, true),
+       pg_advisory_xact_lock(%(queue_id)s::int, %(owner_id)s::int)
 """
 
 # Renew and return the reviewer's own live lease in this queue, if there is one: a second

@@ -1,0 +1,140 @@
+"""Shared plumbing for the benchmark scripts: a scratch database, timing, results files.
+
+Every script measures its candidate and its baseline side by side in one process and reports
+ratios; absolute times are context only (these machines are shared and noisy).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+sys.path.insert(0, str(ROOT))
+
+
+def server_params() -> dict[str, str]:
+    """Return host/user of the server the app uses (DATABASE_URL, else the embedded one)."""
+    url = os.environ.get("DATABASE_URL", "")
+    if url:
+        import environ
+
+        cfg = environ.Env.db_url_config(url)
+        host = cfg.get("HOST") or cfg.get("OPTIONS", {}).get("host", "")
+        return {"host": host, "port": str(cfg.get("PORT") or ""), "user": cfg.get("USER") or ""}
+    from reviewconsole.embedded_pg import ensure_embedded_database
+
+    params = ensure_embedded_database(ROOT / "var")
+    return {"host": params["HOST"], "port": "", "user": params["USER"]}
+
+
+def database_url(dbname: str) -> str:
+    """Return a DATABASE_URL for dbname on the app's server."""
+    p = server_params()
+    if p["host"].startswith("/"):
+        return f"postgres://{p['user']}@/{dbname}?host={quote(p['host'])}"
+    port = f":{p['port']}" if p["port"] else ""
+    return f"postgres://{p['user']}@{p['host']}{port}/{dbname}"
+
+
+def scratch_database(dbname: str, *, fresh: bool = True) -> str:
+    """Create (or recreate) dbname, point Django at it, migrate it; return its URL."""
+    import psycopg
+
+    p = server_params()
+    with psycopg.connect(
+        host=p["host"], port=p["port"] or None, user=p["user"], dbname="postgres", autocommit=True
+    ) as conn:
+        if fresh:
+            conn.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [dbname]).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{dbname}"')
+    url = database_url(dbname)
+    os.environ["DATABASE_URL"] = url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewconsole.settings")
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    return url
+
+
+def percentiles(samples_ms: list[float]) -> dict[str, float]:
+    """Return p50/p90/p99/mean of a list of milliseconds."""
+    ordered = sorted(samples_ms)
+    q = (
+        statistics.quantiles(ordered, n=100, method="inclusive")
+        if len(ordered) > 1
+        else ordered * 99
+    )
+    return {
+        "p50": round(q[49], 4),
+        "p90": round(q[89], 4),
+        "p99": round(q[98], 4),
+        "mean": round(statistics.fmean(ordered), 4),
+        "n": len(ordered),
+    }
+
+
+def time_calls(fn: Callable[[], Any], n: int, *, warmup: int = 20) -> list[float]:
+    """Call fn n times after a warm-up; return each call's wall time in milliseconds."""
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+def peak_rss_mb() -> float:
+    """Return this process's peak resident memory in MiB."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def machine() -> dict[str, Any]:
+    """Describe the machine and PostgreSQL server, for the results file."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        pg = cursor.fetchone()[0]
+    mem = ""
+    with contextlib.suppress(OSError, IndexError):
+        mem = (
+            subprocess.run(["free", "-g"], capture_output=True, text=True).stdout.split()[7]
+            + " GiB"
+        )
+    return {
+        "cores": os.cpu_count(),
+        "memory": mem,
+        "postgresql": pg,
+        "python": platform.python_version(),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def write_results(name: str, data: dict[str, Any]) -> Path:
+    """Write results JSON under bench/results/ and return its path."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    return path
