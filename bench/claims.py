@@ -192,7 +192,7 @@ def main() -> None:
         pending, lease_levels, history_levels, samples = 2_000, [0, 100, 1_000], [0, 5_000], 50
     else:
         pending = 300_000
-        lease_levels = [0, 1_000, 10_000, 100_000]
+        lease_levels = [0, 1_000, 10_000, 50_000, 100_000]
         history_levels = [0, 1_000_000, 5_000_000]
         samples = 1_000
     samples = args.samples or samples

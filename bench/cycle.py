@@ -1,0 +1,229 @@
+"""B3: claim + decide cycles per second, services vs pgbench on the same statements.
+
+The Python side runs claim_next and submit_decision through the service layer in 1, 8 and 32
+processes. The baseline is pgbench running, at the same client counts, the statements the
+services run — read from queue_app/sql.py at run time, so the two cannot drift.
+
+    .venv/bin/python bench/cycle.py            # full run
+    .venv/bin/python bench/cycle.py --smoke    # tiny, for CI
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import (
+    machine,
+    peak_rss_mb,
+    scratch_database,
+    server_params,
+    write_results,
+)
+
+DB = "rc_bench_cycle"
+EVIDENCE = "a" * 64
+
+
+def pgbench_script(*, queue_id: int, reason_id: int, first_user: int, users: int) -> str:
+    """Translate the service layer's statements into one pgbench transaction."""
+    from queue_app import sql
+
+    def bind(statement: str, values: dict[str, str]) -> str:
+        text = re.sub(r"%\((\w+)\)s", lambda m: values[m.group(1)], statement.strip())
+        return text.replace("%%", "%")
+
+    common = {
+        "queue_id": ":queue_id",
+        "owner_id": ":owner_id",
+        "lock_timeout": "'2000ms'",
+        "statement_timeout": "'5000ms'",
+        "ttl": "interval '600 seconds'",
+        "limit": "1",
+        "max_leases": "2147483647",
+    }
+    lease = {**common, "item_id": ":c_id", "lease_token": "':c_lease_token'"}
+    decision = {
+        **lease,
+        "reviewer_id": ":owner_id",
+        "verdict": "'approve'",
+        "reason_code_id": ":reason_id",
+        "evidence_hash": f"'{EVIDENCE}'",
+        "note": "''",
+        "supersedes_id": "NULL",
+        "corrected_verdict": "NULL",
+    }
+    return "\n".join(
+        [
+            f"\\set queue_id {queue_id}",
+            f"\\set reason_id {reason_id}",
+            f"\\set owner_id {first_user} + (:client_id % {users})",
+            "BEGIN;",
+            bind(sql.SET_LOCAL_TIMEOUTS_AND_LOCK_REVIEWER_QUEUE, common) + ";",
+            bind(sql.RENEW_OWN_LIVE_LEASE, common) + ";",
+            bind(sql.CLAIM_ITEMS, common) + "\n\\gset c_",
+            "COMMIT;",
+            "BEGIN;",
+            bind(sql.SET_LOCAL_TIMEOUTS, common) + ";",
+            bind(sql.CLOSE_ITEM, lease) + ";",
+            bind(sql.INSERT_DECISION, decision) + ";",
+            "COMMIT;",
+            "",
+        ]
+    )
+
+
+def _python_worker(args: tuple[int, int, float, mp.Queue]) -> None:
+    user_id, queue_id, seconds, out = args
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewconsole.settings")
+    import django
+
+    django.setup()
+    from django.contrib.auth.models import User
+
+    from queue_app.evidence import evidence_hash
+    from queue_app.models import Queue
+    from queue_app.services import claim_next, submit_decision
+
+    me = User.objects.get(pk=user_id)
+    queue = Queue.objects.get(pk=queue_id)
+    done = 0
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        item = claim_next(queue=queue, reviewer=me)
+        if item is None:
+            break
+        submit_decision(
+            item_id=item.pk,
+            reviewer=me,
+            lease_token=item.lease_token,
+            verdict="approve",
+            reason_code="ok",
+            evidence_hash=evidence_hash(subject=item.subject, payload=item.payload),
+        )
+        done += 1
+    out.put((done, peak_rss_mb()))
+
+
+def run_python(clients: int, users: list[int], queue_id: int, seconds: float) -> dict:
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    procs = [
+        ctx.Process(target=_python_worker, args=((users[i], queue_id, seconds, out),))
+        for i in range(clients)
+    ]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=seconds + 120) for _ in procs]
+    for p in procs:
+        p.join()
+    cycles = sum(r[0] for r in results)
+    return {
+        "cycles": cycles,
+        "per_second": round(cycles / seconds, 1),
+        "peak_rss_mb_per_process": max(r[1] for r in results),
+    }
+
+
+def run_pgbench(clients: int, script: str, seconds: float) -> dict:
+    p = server_params()
+    with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as f:
+        f.write(script)
+    cmd = [
+        shutil.which("pgbench") or "pgbench",
+        "-n",
+        "-M",
+        "simple",
+        "-f",
+        f.name,
+        "-c",
+        str(clients),
+        "-j",
+        str(min(clients, os.cpu_count() or 2)),
+        "-T",
+        str(int(seconds)),
+        "-h",
+        p["host"],
+        "-U",
+        p["user"],
+        DB,
+    ]
+    if p["port"]:
+        cmd[1:1] = ["-p", p["port"]]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    os.unlink(f.name)
+    if done.returncode != 0:
+        raise RuntimeError(f"pgbench failed: {done.stderr[-1500:]}")
+    tps = float(re.search(r"tps = ([\d.]+)", done.stdout).group(1))
+    failed = re.search(r"number of failed transactions: (\d+)", done.stdout)
+    return {"per_second": round(tps, 1), "failed": int(failed.group(1)) if failed else 0}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--smoke", action="store_true")
+    args = parser.parse_args()
+    clients_list, seconds, stock = (
+        ([1, 2], 2.0, 3_000) if args.smoke else ([1, 8, 32], 15.0, 200_000)
+    )
+
+    scratch_database(DB)
+    from django.contrib.auth.models import Group, User
+    from django.db import connection
+
+    from queue_app.models import Queue, ReasonCode
+
+    group = Group.objects.create(name="Bench reviewers")
+    queue = Queue.objects.create(slug="cycle", name="Cycle")
+    queue.reviewer_groups.add(group)
+    reason = ReasonCode.objects.create(queue=queue, verdict="approve", code="ok", label="OK")
+    users = []
+    for i in range(max(clients_list)):
+        u = User.objects.create_user(f"cycle-{i}")
+        u.groups.add(group)
+        users.append(u.pk)
+    with connection.cursor() as c:
+        c.execute(
+            """
+            INSERT INTO queue_app_reviewitem
+                (queue_id, state, priority, created_at, subject, payload, idempotency_key,
+                 source_hash, trace_id, lease_count)
+            SELECT %s, 'pending', 0, now() - make_interval(secs => (%s - g) / 1000.0),
+                   'cycle ' || g, '{"amount": 12.50}', 'cycle-' || g, '', gen_random_uuid(), 0
+              FROM generate_series(1, %s) AS g
+            """,
+            [queue.pk, stock, stock],
+        )
+        c.execute("VACUUM ANALYZE queue_app_reviewitem")
+    connection.close()
+    script = pgbench_script(
+        queue_id=queue.pk, reason_id=reason.pk, first_user=min(users), users=max(clients_list)
+    )
+
+    results = {"machine": machine(), "smoke": args.smoke, "seconds": seconds, "levels": {}}
+    for clients in clients_list:
+        ours = run_python(clients, users, queue.pk, seconds)
+        base = run_pgbench(clients, script, seconds)
+        ratio = round(ours["per_second"] / base["per_second"], 2) if base["per_second"] else None
+        results["levels"][str(clients)] = {"services": ours, "pgbench": base, "ratio": ratio}
+        print(
+            f"B3 clients={clients:>2}: services {ours['per_second']}/s, "
+            f"pgbench {base['per_second']}/s, ratio {ratio}",
+            flush=True,
+        )
+    results["peak_rss_mb"] = peak_rss_mb()
+    print("wrote", write_results("cycle-smoke" if args.smoke else "cycle", results))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+"""B6: our claim + decide cycle against procrastinate's job cycle, same server, same clients.
+
+procrastinate is a PostgreSQL job queue for Python. Its cycle here: a worker fetches a
+pre-deferred no-op job, runs it and marks it done. Ours: a process claims a pre-loaded item
+and submits a decision (claim_next + submit_decision through the services). Both drain M units
+with 1, 8 and 32 processes (procrastinate: one worker process each, concurrency 1); the rate
+is units per second of wall time. Deferring (procrastinate) is timed too, for context.
+
+    .venv/bin/python bench/peer.py            # full run
+    .venv/bin/python bench/peer.py --smoke    # tiny, for CI
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import machine, peak_rss_mb, scratch_database, server_params, write_results
+
+DB = "rc_bench_peer"
+
+
+def _conninfo() -> str:
+    p = server_params()
+    port = f" port={p['port']}" if p["port"] else ""
+    return f"host={p['host']}{port} user={p['user']} dbname={DB}"
+
+
+def _procrastinate_app():
+    import procrastinate
+
+    app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=_conninfo()))
+
+    @app.task(name="noop", queue="bench")
+    def noop() -> None:
+        return None
+
+    return app, noop
+
+
+def _peer_worker(_: int) -> float:
+    app, _noop = _procrastinate_app()
+    with app.open():
+        # wait=False: exit once no job is left; no NOTIFY wait needed for a drained queue.
+        app.run_worker(
+            queues=["bench"],
+            concurrency=1,
+            wait=False,
+            install_signal_handlers=False,
+            delete_jobs="never",
+        )
+    return peak_rss_mb()
+
+
+def _our_worker(args: tuple[int, int]) -> float:
+    user_id, queue_id = args
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewconsole.settings")
+    import django
+
+    django.setup()
+    from django.contrib.auth.models import User
+
+    from queue_app.evidence import evidence_hash
+    from queue_app.models import Queue
+    from queue_app.services import claim_next, submit_decision
+
+    me = User.objects.get(pk=user_id)
+    queue = Queue.objects.get(pk=queue_id)
+    while (item := claim_next(queue=queue, reviewer=me)) is not None:
+        submit_decision(
+            item_id=item.pk,
+            reviewer=me,
+            lease_token=item.lease_token,
+            verdict="approve",
+            reason_code="ok",
+            evidence_hash=evidence_hash(subject=item.subject, payload=item.payload),
+        )
+    return peak_rss_mb()
+
+
+def _drain(target, args: list) -> tuple[float, float]:
+    ctx = mp.get_context("spawn")
+    t0 = time.perf_counter()
+    with ctx.Pool(len(args)) as pool:
+        rss = pool.map(target, args)
+    return time.perf_counter() - t0, max(rss)
+
+
+def load_items(queue_id: int, n: int) -> None:
+    from django.db import connection
+
+    with connection.cursor() as c:
+        c.execute(
+            """
+            INSERT INTO queue_app_reviewitem
+                (queue_id, state, priority, created_at, subject, payload, idempotency_key,
+                 source_hash, trace_id, lease_count)
+            SELECT %s, 'pending', 0, clock_timestamp(), 'peer ' || g, '{"amount": 12.50}',
+                   'peer-' || g || '-' || gen_random_uuid(), '', gen_random_uuid(), 0
+              FROM generate_series(1, %s) AS g
+            """,
+            [queue_id, n],
+        )
+        c.execute("VACUUM ANALYZE queue_app_reviewitem")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--smoke", action="store_true")
+    args = parser.parse_args()
+    clients_list, units = ([1, 2], 200) if args.smoke else ([1, 8, 32], 6_000)
+
+    scratch_database(DB)
+    from django.contrib.auth.models import Group, User
+    from django.db import connection
+
+    from queue_app.models import Queue, ReasonCode
+
+    group = Group.objects.create(name="Peer reviewers")
+    queue = Queue.objects.create(slug="peer", name="Peer")
+    queue.reviewer_groups.add(group)
+    ReasonCode.objects.create(queue=queue, verdict="approve", code="ok", label="OK")
+    users = []
+    for i in range(max(clients_list)):
+        u = User.objects.create_user(f"peer-{i}")
+        u.groups.add(group)
+        users.append(u.pk)
+
+    app, noop = _procrastinate_app()
+    with app.open():
+        app.schema_manager.apply_schema()
+    connection.close()
+
+    results = {"machine": machine(), "smoke": args.smoke, "units": units, "levels": {}}
+    for clients in clients_list:
+        load_items(queue.pk, units)
+        connection.close()
+        ours_s, ours_rss = _drain(_our_worker, [(users[i], queue.pk) for i in range(clients)])
+
+        with app.open():
+            t0 = time.perf_counter()
+            for _ in range(units):
+                noop.defer()
+            defer_s = time.perf_counter() - t0
+        peer_s, peer_rss = _drain(_peer_worker, list(range(clients)))
+
+        ours, peer = units / ours_s, units / peer_s
+        results["levels"][str(clients)] = {
+            "ours_per_second": round(ours, 1),
+            "peer_per_second": round(peer, 1),
+            "ratio": round(ours / peer, 2),
+            "peer_defer_per_second": round(units / defer_s, 1),
+            "ours_peak_rss_mb": ours_rss,
+            "peer_peak_rss_mb": peer_rss,
+        }
+        print(
+            f"B6 clients={clients:>2}: ours {ours:.0f}/s, procrastinate {peer:.0f}/s, "
+            f"ratio {ours / peer:.2f} (defer {units / defer_s:.0f}/s)",
+            flush=True,
+        )
+    results["peak_rss_mb"] = peak_rss_mb()
+    print("wrote", write_results("peer-smoke" if args.smoke else "peer", results))
+
+
+if __name__ == "__main__":
+    main()

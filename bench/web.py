@@ -1,0 +1,278 @@
+"""B4: the reviewer cycle over HTTP (next -> item page -> decide) through gunicorn.
+
+A bounded load script (standard library only): each simulated reviewer logs in once, then
+repeats the cycle. First a closed loop finds the maximum rate; then open loops at 50% and 90%
+of it record p50/p99 per page. Loopback only, bounded in time.
+
+    .venv/bin/python bench/web.py            # full run
+    .venv/bin/python bench/web.py --smoke    # tiny, for CI
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import ROOT, machine, percentiles, scratch_database, write_results
+
+DB = "rc_bench_web"
+PASSWORD = "bench-password-123"
+
+
+class Reviewer:
+    """One browser-like session: cookies, CSRF, keep-alive connection."""
+
+    def __init__(self, port: int, username: str) -> None:
+        self.port = port
+        self.username = username
+        self.cookies: dict[str, str] = {}
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+
+    def request(self, method: str, path: str, form: dict | None = None) -> tuple[int, dict, str]:
+        headers = {
+            "Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items()),
+            "Host": f"127.0.0.1:{self.port}",
+        }
+        body = None
+        if form is not None:
+            form = {**form, "csrfmiddlewaretoken": self.cookies.get("csrftoken", "")}
+            body = urlencode(form)
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+            headers["Referer"] = f"http://127.0.0.1:{self.port}{path}"
+        try:
+            self.conn.request(method, path, body=body, headers=headers)
+            resp = self.conn.getresponse()
+        except (http.client.HTTPException, OSError):
+            self.conn.close()
+            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            self.conn.request(method, path, body=body, headers=headers)
+            resp = self.conn.getresponse()
+        text = resp.read().decode("utf-8", "replace")
+        for header, value in resp.getheaders():
+            if header.lower() == "set-cookie":
+                name, _, rest = value.partition("=")
+                self.cookies[name.strip()] = rest.split(";", 1)[0]
+        return resp.status, dict(resp.getheaders()), text
+
+    def login(self) -> None:
+        self.request("GET", "/accounts/login/")
+        status, _headers, _ = self.request(
+            "POST", "/accounts/login/", {"username": self.username, "password": PASSWORD}
+        )
+        if status != 302:
+            raise RuntimeError(f"login failed for {self.username}: {status}")
+
+    def cycle(self, timings: dict[str, list[float]]) -> bool:
+        t0 = time.perf_counter()
+        status, headers, _ = self.request("POST", "/queues/web/next/", {})
+        t1 = time.perf_counter()
+        location = headers.get("Location", "")
+        match = re.search(r"/items/(\d+)/", location)
+        if status != 302 or not match:
+            return False
+        status, _, page = self.request("GET", location)
+        t2 = time.perf_counter()
+        token = re.search(r'name="lease_token" value="([^"]+)"', page)
+        evidence = re.search(r'name="evidence_hash" value="([^"]+)"', page)
+        if status != 200 or not token or not evidence:
+            raise RuntimeError(f"item page without a decision form ({status})")
+        status, _, _ = self.request(
+            "POST",
+            f"/items/{match.group(1)}/decide/",
+            {
+                "lease_token": token.group(1),
+                "evidence_hash": evidence.group(1),
+                "verdict": "approve",
+                "reason_code": "ok",
+                "note": "",
+            },
+        )
+        t3 = time.perf_counter()
+        if status not in (200, 302):
+            raise RuntimeError(f"decide answered {status}")
+        timings["next"].append((t1 - t0) * 1000)
+        timings["item"].append((t2 - t1) * 1000)
+        timings["decide"].append((t3 - t2) * 1000)
+        return True
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_gunicorn(url: str, workers: int) -> tuple[subprocess.Popen, int]:
+    port = free_port()
+    env = {**os.environ, "DATABASE_URL": url, "LOG_LEVEL": "WARNING", "DEBUG": "false"}
+    proc = subprocess.Popen(
+        [
+            str(ROOT / ".venv" / "bin" / "gunicorn"),
+            "reviewconsole.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+    )
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return proc, port
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("gunicorn did not start")
+
+
+def tree_peak_rss_mb(pid: int) -> float:
+    """Sum of peak RSS (VmHWM) over gunicorn's master and workers."""
+    total = 0
+    pids = [pid] + [
+        int(p)
+        for p in subprocess.run(
+            ["pgrep", "-P", str(pid)], capture_output=True, text=True
+        ).stdout.split()
+    ]
+    for p in pids:
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    total += int(line.split()[1])
+        except OSError:
+            pass
+    return round(total / 1024, 1)
+
+
+def run_phase(reviewers: list[Reviewer], seconds: float, rate: float | None) -> dict:
+    """Run cycles for `seconds`; closed loop if rate is None, else paced to `rate` per second."""
+    timings = {"next": [], "item": [], "decide": []}
+    lock = threading.Lock()
+    done = [0]
+    stop = time.perf_counter() + seconds
+    interval = len(reviewers) / rate if rate else 0.0
+
+    def loop(r: Reviewer, offset: float) -> None:
+        local = {"next": [], "item": [], "decide": []}
+        next_at = time.perf_counter() + offset
+        while time.perf_counter() < stop:
+            if interval:
+                pause = next_at - time.perf_counter()
+                if pause > 0:
+                    time.sleep(pause)
+                next_at += interval
+            if not r.cycle(local):
+                break
+            with lock:
+                done[0] += 1
+        with lock:
+            for k in timings:
+                timings[k] += local[k]
+
+    threads = [
+        threading.Thread(target=loop, args=(r, i * interval / max(len(reviewers), 1)))
+        for i, r in enumerate(reviewers)
+    ]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - t0
+    return {
+        "cycles": done[0],
+        "per_second": round(done[0] / elapsed, 1),
+        "pages": {k: percentiles(v) for k, v in timings.items() if v},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--smoke", action="store_true")
+    parser.add_argument("--workers", type=int, default=4, help="gunicorn workers")
+    args = parser.parse_args()
+    users, seconds, stock = (2, 2.0, 300) if args.smoke else (16, 20.0, 30_000)
+
+    url = scratch_database(DB)
+    from django.contrib.auth.models import Group, User
+    from django.db import connection
+
+    from queue_app.models import Queue, ReasonCode
+
+    group = Group.objects.create(name="Web reviewers")
+    queue = Queue.objects.create(slug="web", name="Web")
+    queue.reviewer_groups.add(group)
+    ReasonCode.objects.create(queue=queue, verdict="approve", code="ok", label="OK")
+    for i in range(users):
+        u = User.objects.create_user(f"web-{i}", password=PASSWORD)
+        u.groups.add(group)
+    with connection.cursor() as c:
+        c.execute(
+            """
+            INSERT INTO queue_app_reviewitem
+                (queue_id, state, priority, created_at, subject, payload, idempotency_key,
+                 source_hash, trace_id, lease_count)
+            SELECT %s, 'pending', 0, clock_timestamp(), 'ACME statement ' || g,
+                   jsonb_build_object('ledger_entity', 'ACME-CORP', 'variance_amount', 12.50,
+                                      'match_decision', 'PARTIAL', 'currency', 'EUR'),
+                   'web-' || g, '', gen_random_uuid(), 0
+              FROM generate_series(1, %s) AS g
+            """,
+            [queue.pk, stock],
+        )
+        c.execute("VACUUM ANALYZE queue_app_reviewitem")
+    connection.close()
+
+    proc, port = start_gunicorn(url, args.workers)
+    try:
+        reviewers = [Reviewer(port, f"web-{i}") for i in range(users)]
+        for r in reviewers:
+            r.login()
+        results = {
+            "machine": machine(),
+            "smoke": args.smoke,
+            "users": users,
+            "gunicorn_workers": args.workers,
+            "seconds": seconds,
+        }
+        peak = run_phase(reviewers, seconds, None)
+        results["max"] = peak
+        print(f"B4 max: {peak['per_second']} cycles/s", flush=True)
+        for share in (0.5, 0.9):
+            phase = run_phase(reviewers, seconds, peak["per_second"] * share)
+            results[f"at_{int(share * 100)}pct"] = phase
+            print(
+                f"B4 at {int(share * 100)}%: {phase['per_second']}/s "
+                + "  ".join(
+                    f"{k} p50={v['p50']:.1f}ms p99={v['p99']:.1f}ms"
+                    for k, v in phase["pages"].items()
+                ),
+                flush=True,
+            )
+        results["web_peak_rss_mb"] = tree_peak_rss_mb(proc.pid)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    print("wrote", write_results("web-smoke" if args.smoke else "web", results))
+
+
+if __name__ == "__main__":
+    main()
