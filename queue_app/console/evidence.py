@@ -12,7 +12,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.utils.html import format_html, format_html_join
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.safestring import SafeString
 
 from queue_app.jsonutil import exact_dumps
 
@@ -42,11 +42,11 @@ class EvidenceView:
     """What the item page renders: an optional summary, and the full payload as key/value."""
 
     kind: str
+    details: SafeString
     entity: str = ""
     match: str = ""
     currency: str = ""
     amounts: list[Amount] = field(default_factory=list)
-    details: SafeString = mark_safe("")
 
 
 def as_decimal(value: Any) -> Decimal | None:

@@ -7,7 +7,6 @@ from decimal import Decimal
 
 import pytest
 from django.db import connection
-from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from queue_app.models import ReviewItem
@@ -32,7 +31,7 @@ def test_the_holder_gets_the_form_with_token_and_evidence_hash(alice_client, ali
     assert hidden(html, "lease_token") == str(item.lease_token)
     assert hidden(html, "evidence_hash") == shown_hash(item)
     assert 'id="lease-countdown"' in html
-    assert 'data-renew-url="/items/%d/renew/"' % item.pk in html
+    assert f'data-renew-url="/items/{item.pk}/renew/"' in html
     # The token appears in hidden inputs only, never in a link or form action.
     assert html.count(str(item.lease_token)) == 2
     assert not re.search(rf'(href|action)="[^"]*{item.lease_token}', html)
