@@ -24,7 +24,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewconsole.settings")
 # A database of its own, so a test run on the same server is never disturbed.
 os.environ["TEST_DATABASE_NAME"] = "test_console_bench"
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
@@ -76,7 +76,7 @@ def seed(items: int) -> tuple[User, Queue]:
     return reviewer, queues[0]
 
 
-def measure(client: Client, path: str, runs: int) -> tuple[float, float, int]:
+def measure(client: Client, path: str, runs: int) -> tuple[float, float, int, float]:
     for _ in range(5):
         assert client.get(path).status_code == 200
     timings = []
@@ -85,10 +85,13 @@ def measure(client: Client, path: str, runs: int) -> tuple[float, float, int]:
         response = client.get(path)
         timings.append((time.perf_counter() - start) * 1000)
         assert response.status_code == 200
-    with CaptureQueriesContext(connection) as ctx:
-        client.get(path)
+    sql_ms = []
+    for _ in range(20):
+        with CaptureQueriesContext(connection) as ctx:
+            client.get(path)
+        sql_ms.append(sum(float(q["time"]) for q in ctx.captured_queries) * 1000)
     q = statistics.quantiles(timings, n=100)
-    return statistics.median(timings), q[94], len(ctx.captured_queries)
+    return statistics.median(timings), q[94], len(ctx.captured_queries), statistics.median(sql_ms)
 
 
 def main() -> None:
@@ -105,10 +108,10 @@ def main() -> None:
         client = Client()
         client.force_login(reviewer)
         print(f"{args.items:,} pending items, {args.runs} renders per page (test client)")
-        print(f"{'page':<16}{'p50 ms':>9}{'p95 ms':>9}{'queries':>9}")
+        print(f"{'page':<16}{'p50 ms':>9}{'p95 ms':>9}{'queries':>9}{'SQL ms p50':>12}")
         for label, path in (("/", "/"), ("/items/<id>/", f"/items/{item.pk}/")):
-            p50, p95, queries = measure(client, path, args.runs)
-            print(f"{label:<16}{p50:>9.1f}{p95:>9.1f}{queries:>9}")
+            p50, p95, queries, sql = measure(client, path, args.runs)
+            print(f"{label:<16}{p50:>9.1f}{p95:>9.1f}{queries:>9}{sql:>12.1f}")
     finally:
         connection.creation.destroy_test_db(old_name, verbosity=0)
 

@@ -17,7 +17,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import OperationalError
-from django.db.models import Count, Min, OuterRef, Subquery
+from django.db.models import Count, Min
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -117,19 +117,21 @@ def _item_for(request: HttpRequest, item_id: int) -> ReviewItem:
 @console_view
 def home(request: HttpRequest) -> HttpResponse:
     """List my queues with their backlog, my live leases, and a Next item button each."""
-    pending = ReviewItem.objects.filter(queue=OuterRef("pk"), state=ItemState.PENDING)
-    queues = list(
-        queues_for_user(user=request.user)
-        .annotate(
-            pending_count=Subquery(
-                pending.order_by().values("queue").annotate(n=Count("pk")).values("n")[:1]
-            ),
-            oldest_pending=Subquery(
-                pending.order_by().values("queue").annotate(t=Min("created_at")).values("t")[:1]
-            ),
+    queues = list(queues_for_user(user=request.user).order_by("name"))
+    # One pass over the pending index gives both figures for every queue at once.
+    backlog = {
+        row["queue_id"]: row
+        for row in ReviewItem.objects.filter(
+            state=ItemState.PENDING, queue_id__in=[q.pk for q in queues]
         )
-        .order_by("name")
-    )
+        .order_by()
+        .values("queue_id")
+        .annotate(pending=Count("pk"), oldest=Min("created_at"))
+    }
+    for queue in queues:
+        row = backlog.get(queue.pk, {})
+        queue.pending_count = row.get("pending", 0)
+        queue.oldest_pending = row.get("oldest")
     now = timezone.now()
     leases = list(
         ReviewItem.objects.filter(

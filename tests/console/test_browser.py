@@ -103,34 +103,35 @@ def test_two_reviewers_pressing_next_together_never_get_the_same_item(
         browser_login(page, live_server, username)
         pages.append(page)
 
-    for _round in range(2):
-        # Fire both submissions before waiting on either, so the two claims race on the server.
-        for page in pages:
-            page.evaluate(
-                "document.querySelector('form[action$=\"/queues/kyc/next/\"]').requestSubmit()"
-            )
-        for page in pages:
-            page.wait_for_url(ITEM_URL)
-        held = [item_id_of(page) for page in pages]
-        assert held[0] != held[1]
-        owners = dict(
-            ReviewItem.objects.filter(pk__in=held).values_list("pk", "lease_owner__username")
+    # Fire both submissions before waiting on either, so the two claims race on the server.
+    for page in pages:
+        page.evaluate(
+            "document.querySelector('form[action$=\"/queues/kyc/next/\"]').requestSubmit()"
         )
-        assert owners == {held[0]: "alice", held[1]: "bob"}
-        # Both decide at once; each decision opens the next item, again racing.
-        for page in pages:
-            page.get_by_text("Approve a").click()
-        for page in pages:
-            page.evaluate("document.getElementById('decision-form').requestSubmit()")
-        for page, old in zip(pages, held, strict=True):
-            page.wait_for_url(
-                lambda url, old=old: ITEM_URL.match(url) and not url.endswith(f"/{old}/")
-            )
-        pages[0].goto(f"{live_server.url}/")
-        pages[1].goto(f"{live_server.url}/")
+    for page in pages:
+        page.wait_for_url(ITEM_URL)
+    held = [item_id_of(page) for page in pages]
+    assert held[0] != held[1]
+    owners = dict(ReviewItem.objects.filter(pk__in=held).values_list("pk", "lease_owner__username"))
+    assert owners == {held[0]: "alice", held[1]: "bob"}
 
-    assert Decision.objects.count() == 4
-    assert len(set(Decision.objects.values_list("item_id", flat=True))) == 4
+    # Both decide at once; each decision claims the next item on the server, racing again.
+    for page in pages:
+        page.get_by_text("Approve a").click()
+    for page in pages:
+        page.evaluate("document.getElementById('decision-form').requestSubmit()")
+    for page, old in zip(pages, held, strict=True):
+        page.wait_for_url(
+            lambda url, old=old: bool(ITEM_URL.match(url)) and not url.endswith(f"/{old}/")
+        )
+    nxt = [item_id_of(page) for page in pages]
+    assert nxt[0] != nxt[1]
+    assert not set(nxt) & set(held)
+    owners = dict(ReviewItem.objects.filter(pk__in=nxt).values_list("pk", "lease_owner__username"))
+    assert owners == {nxt[0]: "alice", nxt[1]: "bob"}
+
+    decided = dict(Decision.objects.values_list("item_id", "reviewer__username"))
+    assert decided == {held[0]: "alice", held[1]: "bob"}
     for page in pages:
         page.context.close()
 
@@ -197,8 +198,9 @@ def test_the_heartbeat_keeps_a_lease_alive_well_past_its_ttl(
         token,
         1,
     )
+    # Alive 8 s into a 3 s lease means it was renewed at least twice (8 // 3).
     renewals = ItemEvent.objects.filter(item=item, kind=ItemEventKind.RENEWED).count()
-    assert renewals >= 3
+    assert renewals >= 2
 
     page.get_by_text("Approve a").click()
     page.get_by_role("button", name="Submit decision").click()
