@@ -71,7 +71,7 @@ def test_it_logs_in_decides_and_opens_the_next_item(
     expect(page.locator(".recon-amount.emphasis")).to_contain_text("+12,345,678,901,234.57")
     screenshot(page, "console-item")
 
-    page.get_by_text("Approve a").click()
+    page.locator("label[for=verdict-approve]").click()
     page.get_by_label("Reason").select_option("within_tolerance")
     page.get_by_label("Note").fill("Matches the bank's corrected statement.")
     page.get_by_role("button", name="Submit decision").click()
@@ -80,7 +80,7 @@ def test_it_logs_in_decides_and_opens_the_next_item(
         f"Recorded approve (within_tolerance) on item #{first.pk}"
     )
 
-    page.get_by_text("Reject r").click()
+    page.locator("label[for=verdict-reject]").click()
     page.get_by_label("Reason").select_option("fraud")
     page.get_by_role("button", name="Submit decision").click()
     page.wait_for_url(f"{live_server.url}/")
@@ -117,7 +117,7 @@ def test_two_reviewers_pressing_next_together_never_get_the_same_item(
 
     # Both decide at once; each decision claims the next item on the server, racing again.
     for page in pages:
-        page.get_by_text("Approve a").click()
+        page.locator("label[for=verdict-approve]").click()
     for page in pages:
         page.evaluate("document.getElementById('decision-form').requestSubmit()")
     for page, old in zip(pages, held, strict=True):
@@ -146,7 +146,7 @@ def test_a_stale_tab_is_refused_and_nothing_is_written(page: Page, live_server, 
     backdate_lease(item.pk)
     assert claim_next(queue=queue, reviewer=bob).pk == item.pk
 
-    page.get_by_text("Approve a").click()
+    page.locator("label[for=verdict-approve]").click()
     page.get_by_role("button", name="Submit decision").click()
     expect(page.locator(".messagelist")).to_contain_text(StaleLease.message)
     expect(page.locator("#decision-form")).to_have_count(0)
@@ -202,7 +202,7 @@ def test_the_heartbeat_keeps_a_lease_alive_well_past_its_ttl(
     renewals = ItemEvent.objects.filter(item=item, kind=ItemEventKind.RENEWED).count()
     assert renewals >= 2
 
-    page.get_by_text("Approve a").click()
+    page.locator("label[for=verdict-approve]").click()
     page.get_by_role("button", name="Submit decision").click()
     page.wait_for_url(f"{live_server.url}/")
     assert Decision.objects.get().item_id == item.pk
@@ -239,9 +239,12 @@ def test_a_decision_can_be_made_with_the_keyboard_only(page: Page, live_server, 
     page.keyboard.press("r")
     expect(page.locator("#verdict-reject")).to_be_checked()
     expect(page.get_by_label("Reason")).to_have_value("document_expired")
+    page.keyboard.press("ArrowDown")
+    expect(page.get_by_label("Reason")).to_have_value("fraud")
     page.keyboard.press("e")
     expect(page.get_by_label("Reason")).to_have_value("policy_gap")
     page.keyboard.press("r")
+    expect(page.get_by_label("Reason")).to_have_value("document_expired")
     page.keyboard.press("Enter")
     page.wait_for_url(f"{live_server.url}/")
 
@@ -252,3 +255,27 @@ def test_a_decision_can_be_made_with_the_keyboard_only(page: Page, live_server, 
         "document_expired",
         "are sure",
     )
+
+
+def test_the_console_works_without_javascript(browser, live_server, alice, queue):
+    first, second = make_items(queue, 2)
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    browser_login(page, live_server, "alice")
+    page.get_by_role("button", name="Next item in Kyc").click()
+    page.wait_for_url(f"{live_server.url}/items/{first.pk}/")
+
+    # Every reason is listed, grouped by verdict; the server checks the pairing.
+    expect(page.locator("optgroup[data-verdict=reject] option")).to_have_count(2)
+    page.locator("label[for=verdict-approve]").click()
+    page.get_by_label("Reason").select_option("verified")
+    page.get_by_role("button", name="Submit decision").click()
+    page.wait_for_url(f"{live_server.url}/items/{second.pk}/")
+
+    page.get_by_role("button", name="Release").click()
+    page.wait_for_url(f"{live_server.url}/")
+    expect(page.locator(".messagelist")).to_contain_text(f"Item #{second.pk} is back in Kyc.")
+    second.refresh_from_db()
+    assert second.state == "pending"
+    assert Decision.objects.get().item_id == first.pk
+    context.close()
