@@ -46,7 +46,7 @@
   function startHeartbeat(form) {
     const url = form.dataset.renewUrl;
     const ttl = Number(form.dataset.ttl) || 60;
-    const countdown = document.getElementById("lease-countdown");
+    let countdown = document.getElementById("lease-countdown");
     let expiresAt = Date.now() + Number(form.dataset.expiresIn) * 1000;
     let timer = null;
     let stopped = false;
@@ -77,6 +77,7 @@
         const data = await response.json().catch(() => ({}));
         if (response.ok && data.ok) {
           expiresAt = Date.now() + Number(data.expires_in) * 1000;
+          if (!countdown) countdown = showCountdown();
         } else if (response.status === 409 || response.status === 404) {
           stopped = true;
           refuse(data.message || "This item is no longer yours; your decision would not be recorded.");
@@ -87,6 +88,19 @@
         inFlight = false;
       }
       schedule();
+    }
+
+    /* A lapsed lease nobody took was renewed: say it is ours again, with its countdown. */
+    function showCountdown() {
+      const status = document.getElementById("lease-status");
+      if (!status) return null;
+      const strong = document.createElement("strong");
+      const span = document.createElement("span");
+      span.id = "lease-countdown";
+      strong.append(span);
+      status.classList.remove("expired");
+      status.replaceChildren("Yours for ", strong, " (renewed automatically while this page is open)");
+      return span;
     }
 
     function tick() {

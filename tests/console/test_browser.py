@@ -279,3 +279,19 @@ def test_the_console_works_without_javascript(browser, live_server, alice, queue
     assert second.state == "pending"
     assert Decision.objects.get().item_id == first.pk
     context.close()
+
+
+def test_a_lapsed_lease_nobody_took_is_renewed_when_the_page_opens(
+    page: Page, live_server, alice, queue
+):
+    (item,) = make_items(queue, 1)
+    claim_next(queue=queue, reviewer=alice)
+    backdate_lease(item.pk, seconds=60)
+    browser_login(page, live_server, "alice")
+    page.goto(f"{live_server.url}/items/{item.pk}/")
+
+    expect(page.locator("#lease-status")).to_contain_text("Yours for")
+    expect(page.locator("#lease-countdown")).to_have_text(re.compile(r"^[45]:\d\d$"))
+    item.refresh_from_db()
+    assert item.lease_owner_id == alice.pk
+    assert ItemEvent.objects.filter(item=item, kind=ItemEventKind.RENEWED).exists()
