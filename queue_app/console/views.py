@@ -128,10 +128,6 @@ def home(request: HttpRequest) -> HttpResponse:
         .values("queue_id")
         .annotate(pending=Count("pk"), oldest=Min("created_at"))
     }
-    for queue in queues:
-        row = backlog.get(queue.pk, {})
-        queue.pending_count = row.get("pending", 0)
-        queue.oldest_pending = row.get("oldest")
     now = timezone.now()
     leases = list(
         ReviewItem.objects.filter(
@@ -143,6 +139,9 @@ def home(request: HttpRequest) -> HttpResponse:
     )
     by_queue = {lease.queue_id: lease for lease in leases}
     for queue in queues:
+        row = backlog.get(queue.pk, {})
+        queue.pending_count = row.get("pending", 0)
+        queue.oldest_pending = row.get("oldest")
         queue.my_lease = by_queue.get(queue.pk)
     return render(
         request,
@@ -175,9 +174,8 @@ def _render_item(
 ) -> HttpResponse:
     now = timezone.now()
     mine = item.state == ItemState.LEASED and item.lease_owner_id == request.user.pk
-    held_by_other = (
-        item.state == ItemState.LEASED and not mine and item.lease_expires is not None
-    ) and item.lease_expires > now
+    # A leased row always has an expiry (check constraint item_lease_columns_match_state).
+    held_by_other = item.state == ItemState.LEASED and not mine and item.lease_expires > now
     context: dict[str, Any] = {
         "title": item.subject,
         "item": item,
@@ -190,9 +188,9 @@ def _render_item(
     if mine:
         # The hash of exactly what this page renders, from the row as loaded above.
         shown = evidence_hash(subject=item.subject, payload=item.payload)
-        initial = {"lease_token": item.lease_token, "evidence_hash": shown}
-        if form is None:
-            form = DecisionForm(initial=initial)
+        form = form or DecisionForm()
+        # All verdicts' reasons in one query (reason_codes_for is per verdict); the page
+        # groups them and the script narrows the list to the chosen verdict.
         reasons = list(
             ReasonCode.objects.filter(
                 queue_id=item.queue_id, verdict__in=REVIEW_VERDICTS, retired_at__isnull=True
@@ -209,9 +207,10 @@ def _render_item(
             shown_hash=shown,
             verdicts=verdicts,
             reasons=reasons,
-            chosen_verdict=form.data.get("verdict", "") if form.is_bound else "",
-            chosen_reason=form.data.get("reason_code", "") if form.is_bound else "",
-            note=form.data.get("note", "") if form.is_bound else "",
+            # What was posted, when the page comes back with an error: nothing typed is lost.
+            chosen_verdict=form.data.get("verdict", ""),
+            chosen_reason=form.data.get("reason_code", ""),
+            note=form.data.get("note", ""),
             expires_in=int(remaining),
             lease_expired=remaining <= 0,
             ttl_seconds=int(item.queue.lease_ttl / timedelta(seconds=1)),
