@@ -7,6 +7,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.db import transaction
 from playwright.sync_api import Page, expect
 
 from queue_app.errors import StaleLease
@@ -167,8 +168,10 @@ def test_the_heartbeat_tells_at_once_when_someone_else_took_the_item(
     page.get_by_role("button", name="Next item in Short").click()
     page.wait_for_url(f"{live_server.url}/items/{item.pk}/")
 
-    backdate_lease(item.pk)
-    assert claim_next(queue=short, reviewer=bob).pk == item.pk
+    # One transaction, so a heartbeat landing in between cannot revive Alice's lease first.
+    with transaction.atomic():
+        backdate_lease(item.pk)
+        assert claim_next(queue=short, reviewer=bob).pk == item.pk
 
     expect(page.locator("#stale-banner")).to_have_text(StaleLease.message, timeout=10_000)
     expect(page.locator("#submit-decision")).to_be_disabled()
