@@ -1,0 +1,327 @@
+"""The reviewer console: my queues, next item, the item page and its fenced writes.
+
+Views fetch with permission, validate, call one service and redirect. Every rule (the fence,
+the evidence hash, the reason code, queue access) is enforced by the services again, so a page
+without JavaScript, a stale tab or a forged form gets the same answer: a message a person
+understands, never a stack trace.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db import OperationalError
+from django.db.models import Count, Min
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from queue_app.console.evidence import evidence_view
+from queue_app.errors import (
+    EvidenceChanged,
+    InvalidBounds,
+    InvalidReason,
+    InvalidVerdict,
+    NotPermitted,
+    QueueEmpty,
+    ReviewError,
+    StaleLease,
+)
+from queue_app.evidence import evidence_hash
+from queue_app.forms import DecisionForm, LeaseForm
+from queue_app.models import REVIEW_VERDICTS, ItemState, Queue, ReasonCode, ReviewItem
+from queue_app.services import (
+    claim_next,
+    queues_for_user,
+    release_lease,
+    renew_lease,
+    submit_decision,
+    user_can_review,
+)
+
+logger = logging.getLogger("queue_app")
+
+NO_SUCH_ITEM = "There is no such item, or it belongs to a queue you do not have access to."
+DATABASE_BUSY = "The database did not answer in time. Please try again in a moment."
+
+
+class Refusal(Exception):
+    """Stop a view and show a plain page with a status code and words for a person."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def console_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Require a login and turn every expected failure into words instead of a traceback."""
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except Refusal as refusal:
+            return render(
+                request,
+                "console/refused.html",
+                {"title": "Not available", "message": refusal.message},
+                status=refusal.status,
+            )
+        except ReviewError as exc:
+            messages.error(request, exc.message)
+            return redirect("home")
+        except OperationalError:
+            # Lock or statement timeout (settings.REVIEW_*_TIMEOUT_MS), or a lost connection:
+            # the service's transaction rolled back; say so plainly rather than show a 500.
+            logger.exception("database error in console view")
+            return render(
+                request,
+                "console/refused.html",
+                {"title": "Try again", "message": DATABASE_BUSY},
+                status=503,
+            )
+
+    return login_required(wrapper)
+
+
+def _queue_for(request: HttpRequest, slug: str) -> Queue:
+    queue = queues_for_user(user=request.user).filter(slug=slug).first()
+    if queue is None:
+        if Queue.objects.filter(slug=slug).exists():
+            raise Refusal(403, "You do not have access to this queue. Ask an admin to add you.")
+        raise Refusal(404, "There is no such queue.")
+    return queue
+
+
+def _item_for(request: HttpRequest, item_id: int) -> ReviewItem:
+    item = ReviewItem.objects.select_related("queue", "lease_owner").filter(pk=item_id).first()
+    # One answer for "missing" and "not yours": a reviewer cannot probe other queues' items.
+    if item is None or not user_can_review(user=request.user, queue=item.queue_id):
+        raise Refusal(404, NO_SUCH_ITEM)
+    return item
+
+
+# -- pages --------------------------------------------------------------------------------------
+
+
+@require_GET
+@console_view
+def home(request: HttpRequest) -> HttpResponse:
+    """List my queues with their backlog, my live leases, and a Next item button each."""
+    queues = list(queues_for_user(user=request.user).order_by("name"))
+    # One pass over the pending index gives both figures for every queue at once.
+    backlog = {
+        row["queue_id"]: row
+        for row in ReviewItem.objects.filter(
+            state=ItemState.PENDING, queue_id__in=[q.pk for q in queues]
+        )
+        .order_by()
+        .values("queue_id")
+        .annotate(pending=Count("pk"), oldest=Min("created_at"))
+    }
+    now = timezone.now()
+    leases = list(
+        ReviewItem.objects.filter(
+            state=ItemState.LEASED, lease_owner=request.user, lease_expires__gt=now
+        )
+        .select_related("queue")
+        .only("pk", "subject", "lease_expires", "queue__slug", "queue__name")
+        .order_by("lease_expires")
+    )
+    by_queue = {lease.queue_id: lease for lease in leases}
+    for queue in queues:
+        row = backlog.get(queue.pk, {})
+        queue.pending_count = row.get("pending", 0)
+        queue.oldest_pending = row.get("oldest")
+        queue.my_lease = by_queue.get(queue.pk)
+    return render(
+        request,
+        "console/home.html",
+        {"title": "My queues", "queues": queues, "leases": leases, "now": now},
+    )
+
+
+@require_POST
+@console_view
+def queue_next(request: HttpRequest, slug: str) -> HttpResponse:
+    """Lease the next item of the queue to me (or give back the one I hold) and open it."""
+    queue = _queue_for(request, slug)
+    item = claim_next(queue=queue, reviewer=request.user)
+    if item is None:
+        messages.info(request, f"{queue.name}: {QueueEmpty.message}")
+        return redirect("home")
+    return redirect("item", item_id=item.pk)
+
+
+@require_GET
+@console_view
+def item_detail(request: HttpRequest, item_id: int) -> HttpResponse:
+    """Show an item's evidence and history, with the decision form if I hold its lease."""
+    return _render_item(request, _item_for(request, item_id))
+
+
+def _render_item(
+    request: HttpRequest, item: ReviewItem, form: DecisionForm | None = None, status: int = 200
+) -> HttpResponse:
+    now = timezone.now()
+    mine = item.state == ItemState.LEASED and item.lease_owner_id == request.user.pk
+    # A leased row always has an expiry (check constraint item_lease_columns_match_state).
+    held_by_other = item.state == ItemState.LEASED and not mine and item.lease_expires > now
+    context: dict[str, Any] = {
+        "title": item.subject,
+        "item": item,
+        "queue": item.queue,
+        "evidence": evidence_view(item.payload),
+        "decisions": list(item.decisions.select_related("reviewer", "reason_code")),
+        "mine": mine,
+        "held_by_other": held_by_other,
+    }
+    if mine:
+        # The hash of exactly what this page renders, from the row as loaded above.
+        shown = evidence_hash(subject=item.subject, payload=item.payload)
+        form = form or DecisionForm()
+        # All verdicts' reasons in one query (reason_codes_for is per verdict); the page
+        # groups them and the script narrows the list to the chosen verdict.
+        reasons = list(
+            ReasonCode.objects.filter(
+                queue_id=item.queue_id, verdict__in=REVIEW_VERDICTS, retired_at__isnull=True
+            ).order_by("verdict", "label")
+        )
+        if item.queue.escalation_queue_id is None:
+            # Escalating needs somewhere to escalate to; don't offer what the server refuses.
+            reasons = [r for r in reasons if r.verdict != "escalate"]
+        verdicts = [v for v in REVIEW_VERDICTS if any(r.verdict == v for r in reasons)]
+        remaining = max((item.lease_expires - now).total_seconds(), 0.0)
+        context.update(
+            form=form,
+            lease_token=item.lease_token,
+            shown_hash=shown,
+            verdicts=verdicts,
+            reasons=reasons,
+            # What was posted, when the page comes back with an error: nothing typed is lost.
+            chosen_verdict=form.data.get("verdict", ""),
+            chosen_reason=form.data.get("reason_code", ""),
+            note=form.data.get("note", ""),
+            expires_in=int(remaining),
+            lease_expired=remaining <= 0,
+            ttl_seconds=int(item.queue.lease_ttl / timedelta(seconds=1)),
+        )
+    return render(request, "console/item.html", context, status=status)
+
+
+# -- fenced writes ------------------------------------------------------------------------------
+
+
+@require_POST
+@console_view
+def item_decide(request: HttpRequest, item_id: int) -> HttpResponse:
+    """Record my verdict on an item I hold, then open the next item of the same queue."""
+    item = _item_for(request, item_id)
+    form = DecisionForm(request.POST)
+    if not form.is_valid():
+        if "lease_token" in form.errors:
+            messages.error(request, StaleLease.message)
+            return redirect("item", item_id=item.pk)
+        if "evidence_hash" in form.errors:
+            messages.error(request, EvidenceChanged.message)
+            return redirect("item", item_id=item.pk)
+        messages.error(request, "Please correct the errors below; nothing was recorded.")
+        return _render_item(request, item, form=form, status=400)
+    data = form.cleaned_data
+    try:
+        decision = submit_decision(
+            item_id=item.pk,
+            reviewer=request.user,
+            lease_token=data["lease_token"],
+            verdict=data["verdict"],
+            reason_code=data["reason_code"],
+            evidence_hash=data["evidence_hash"],
+            note=data["note"],
+        )
+    except (StaleLease, EvidenceChanged) as exc:
+        # Show the item as it is now: someone else's, decided, or with the new evidence.
+        messages.error(request, exc.message)
+        return redirect("item", item_id=item.pk)
+    except (InvalidReason, InvalidVerdict, InvalidBounds) as exc:
+        # The transaction rolled back and the lease is still mine: keep what was typed.
+        messages.error(request, exc.message)
+        return _render_item(request, item, form=form, status=400)
+    messages.success(
+        request,
+        f"Recorded {decision.get_verdict_display().lower()} ({decision.reason_code.label}) "
+        f"on item #{item.pk}.",
+    )
+    return _open_next(request, item.queue)
+
+
+def _open_next(request: HttpRequest, queue: Queue) -> HttpResponse:
+    # Claiming is a write, so it happens here in the POST rather than behind a GET redirect.
+    try:
+        nxt = claim_next(queue=queue, reviewer=request.user)
+    except NotPermitted as exc:
+        messages.error(request, exc.message)
+        return redirect("home")
+    if nxt is None:
+        messages.info(request, f"{queue.name}: {QueueEmpty.message}")
+        return redirect("home")
+    return redirect("item", item_id=nxt.pk)
+
+
+@require_POST
+@console_view
+def item_release(request: HttpRequest, item_id: int) -> HttpResponse:
+    """Give an item I hold back to its queue."""
+    item = _item_for(request, item_id)
+    form = LeaseForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise StaleLease()
+        release_lease(
+            item_id=item.pk, reviewer=request.user, lease_token=form.cleaned_data["lease_token"]
+        )
+    except StaleLease as exc:
+        messages.error(request, exc.message)
+        return redirect("item", item_id=item.pk)
+    messages.info(request, f"Item #{item.pk} is back in {item.queue.name}.")
+    return redirect("home")
+
+
+@require_POST
+@console_view
+def item_renew(request: HttpRequest, item_id: int) -> HttpResponse:
+    """Extend my lease: JSON for the page's heartbeat, a redirect for a plain form post."""
+    wants_json = "application/json" in request.headers.get("Accept", "")
+    try:
+        item = _item_for(request, item_id)
+    except Refusal as refusal:
+        if wants_json:
+            return JsonResponse({"ok": False, "message": refusal.message}, status=refusal.status)
+        raise
+    form = LeaseForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise StaleLease()
+        expires = renew_lease(
+            item_id=item.pk, reviewer=request.user, lease_token=form.cleaned_data["lease_token"]
+        )
+    except StaleLease as exc:
+        if wants_json:
+            return JsonResponse({"ok": False, "message": exc.message}, status=409)
+        messages.error(request, exc.message)
+        return redirect("item", item_id=item.pk)
+    if wants_json:
+        remaining = max((expires - timezone.now()).total_seconds(), 0.0)
+        return JsonResponse(
+            {"ok": True, "expires": expires.isoformat(), "expires_in": round(remaining, 1)}
+        )
+    messages.info(request, f"Your lease on item #{item.pk} was renewed.")
+    return redirect(reverse("item", kwargs={"item_id": item.pk}))

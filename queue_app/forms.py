@@ -1,0 +1,34 @@
+"""Console forms. They check shape only; the services enforce every queue rule again."""
+
+from __future__ import annotations
+
+from django import forms
+
+from queue_app.models import REVIEW_VERDICTS
+from queue_app.services import NOTE_MAX_LENGTH
+
+
+class LeaseForm(forms.Form):
+    """The fence a release or renew names: the lease token from the page, never the URL."""
+
+    lease_token = forms.UUIDField(widget=forms.HiddenInput)
+
+
+class DecisionForm(LeaseForm):
+    """A reviewer's verdict on one leased item, as posted by the item page."""
+
+    evidence_hash = forms.RegexField(regex=r"^[0-9a-f]{64}$", widget=forms.HiddenInput)
+    verdict = forms.ChoiceField(
+        choices=[(v.value, v.label) for v in REVIEW_VERDICTS],
+        widget=forms.RadioSelect,
+        error_messages={"required": "Choose a verdict: approve, reject or escalate."},
+    )
+    reason_code = forms.SlugField(
+        max_length=64, error_messages={"required": "Choose a reason for your verdict."}
+    )
+    note = forms.CharField(
+        required=False,
+        max_length=NOTE_MAX_LENGTH,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+    )

@@ -1,0 +1,29 @@
+"""Template filters for the reviewer console."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+
+from queue_app.console.evidence import format_amount
+
+register = template.Library()
+
+
+@register.filter
+def mmss(seconds: Any) -> str:
+    """Format a number of seconds as m:ss (or h:mm:ss for long leases)."""
+    try:
+        total = max(int(seconds), 0)
+    except (TypeError, ValueError):
+        return ""
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+@register.filter
+def amount(value: Any) -> str:
+    """Format a number exactly, with thousands separators (never through float)."""
+    return format_amount(value)

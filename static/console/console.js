@@ -1,0 +1,227 @@
+/* Review Console: lease heartbeat, reason filtering, keyboard shortcuts.
+ *
+ * Everything here is an aid: without JavaScript the forms post as usual and the server
+ * enforces every rule (fence, evidence hash, reason codes). Data comes in through data-
+ * attributes so the page needs no inline script (CSP).
+ */
+"use strict";
+
+(function () {
+  const VERDICT_KEYS = { a: "approve", r: "reject", e: "escalate" };
+
+  function csrfToken(form) {
+    const input = form.querySelector("input[name=csrfmiddlewaretoken]");
+    return input ? input.value : "";
+  }
+
+  function formatSeconds(total) {
+    total = Math.max(0, Math.floor(total));
+    const h = Math.floor(total / 3600);
+    const m = Math.floor((total % 3600) / 60);
+    const s = String(total % 60).padStart(2, "0");
+    return h ? `${h}:${String(m).padStart(2, "0")}:${s}` : `${m}:${s}`;
+  }
+
+  /* Stop every write from this page: someone else holds the item now. */
+  function refuse(message) {
+    const banner = document.getElementById("stale-banner");
+    if (banner) {
+      banner.textContent = message;
+      banner.hidden = false;
+    }
+    for (const id of ["decision-form", "release-form"]) {
+      const form = document.getElementById(id);
+      if (!form) continue;
+      form.dataset.refused = "true";
+      for (const el of form.elements) el.disabled = true;
+    }
+    const status = document.getElementById("lease-status");
+    if (status) {
+      status.classList.add("expired");
+      status.textContent = "This item is no longer yours.";
+    }
+  }
+
+  /* Renew the lease while the page is visible, at half the time left (at most half the TTL). */
+  function startHeartbeat(form) {
+    const url = form.dataset.renewUrl;
+    const ttl = Number(form.dataset.ttl) || 60;
+    let countdown = document.getElementById("lease-countdown");
+    let expiresAt = Date.now() + Number(form.dataset.expiresIn) * 1000;
+    let timer = null;
+    let stopped = false;
+    let inFlight = false;
+
+    function schedule() {
+      clearTimeout(timer);
+      if (stopped) return;
+      const left = expiresAt - Date.now();
+      const delay = Math.max(1000, Math.min(left / 2, (ttl * 1000) / 2));
+      timer = setTimeout(renew, delay);
+    }
+
+    async function renew() {
+      if (stopped || inFlight) return;
+      // A hidden tab lets its lease run out on purpose: the reviewer has walked away.
+      if (document.visibilityState !== "visible") return;
+      inFlight = true;
+      const body = new FormData();
+      body.append("lease_token", form.elements.lease_token.value);
+      try {
+        const response = await fetch(url, {
+          method: "POST",
+          body,
+          credentials: "same-origin",
+          headers: { Accept: "application/json", "X-CSRFToken": csrfToken(form) },
+        });
+        const data = await response.json().catch(() => ({}));
+        if (response.ok && data.ok) {
+          expiresAt = Date.now() + Number(data.expires_in) * 1000;
+          if (!countdown) countdown = showCountdown();
+        } else if (response.status === 409 || response.status === 404) {
+          stopped = true;
+          refuse(data.message || "This item is no longer yours; your decision would not be recorded.");
+        }
+      } catch (err) {
+        // Network trouble: try again at the next tick; the server still fences every write.
+      } finally {
+        inFlight = false;
+      }
+      schedule();
+    }
+
+    /* A lapsed lease nobody took was renewed: say it is ours again, with its countdown. */
+    function showCountdown() {
+      const status = document.getElementById("lease-status");
+      if (!status) return null;
+      const strong = document.createElement("strong");
+      const span = document.createElement("span");
+      span.id = "lease-countdown";
+      strong.append(span);
+      status.classList.remove("expired");
+      status.replaceChildren("Yours for ", strong, " (renewed automatically while this page is open)");
+      return span;
+    }
+
+    function tick() {
+      if (stopped || !countdown) return;
+      countdown.textContent = formatSeconds((expiresAt - Date.now()) / 1000);
+    }
+
+    document.addEventListener("visibilitychange", () => {
+      if (document.visibilityState === "visible") renew();
+    });
+    setInterval(tick, 1000);
+    if (expiresAt <= Date.now()) renew();
+    else schedule();
+  }
+
+  /* Offer only the reasons of the chosen verdict (the server checks again regardless). */
+  function filterReasons(form) {
+    const select = form.elements.reason_code;
+    const checked = form.querySelector("input[name=verdict]:checked");
+    const verdict = checked ? checked.value : null;
+    if (!select) return;
+    for (const group of select.querySelectorAll("optgroup")) {
+      const show = !verdict || group.dataset.verdict === verdict;
+      group.hidden = !show;
+      group.disabled = !show;
+    }
+    const current = select.selectedOptions[0];
+    if (verdict && (!current || current.dataset.verdict !== verdict)) {
+      const first = select.querySelector(`option[data-verdict="${verdict}"]`);
+      select.value = first ? first.value : "";
+    }
+  }
+
+  function chooseVerdict(form, verdict) {
+    const radio = form.querySelector(`input[name=verdict][value="${verdict}"]`);
+    if (!radio || radio.disabled) return;
+    radio.checked = true;
+    filterReasons(form);
+    form.elements.reason_code.focus();
+  }
+
+  function isTyping(target) {
+    if (!(target instanceof Element)) return false;
+    if (target.isContentEditable || target.tagName === "TEXTAREA") return true;
+    if (target.tagName !== "INPUT") return false;
+    return !["radio", "checkbox", "submit", "button", "hidden"].includes(target.type);
+  }
+
+  /* Enter submits from the verdict buttons, the reason list or the page itself, not from links. */
+  function submitsOnEnter(form, target) {
+    if (target === document.body) return true;
+    return form.contains(target) && (target.tagName === "SELECT" || target.type === "radio");
+  }
+
+  function toggleHelp() {
+    const dialog = document.getElementById("shortcut-help");
+    if (!dialog) return;
+    if (dialog.open) dialog.close();
+    else dialog.showModal();
+  }
+
+  function onKey(event) {
+    if (event.ctrlKey || event.metaKey || event.altKey || event.isComposing) return;
+    if (isTyping(event.target)) {
+      // Escape leaves the note so the single-key shortcuts work again.
+      if (event.key === "Escape") event.target.blur();
+      return;
+    }
+    const dialog = document.getElementById("shortcut-help");
+    if (dialog && dialog.open && event.key !== "?") return;
+    const form = document.getElementById("decision-form");
+    const live = form && form.dataset.refused !== "true";
+    const key = event.key;
+    if (key === "?") {
+      event.preventDefault();
+      toggleHelp();
+    } else if (live && key in VERDICT_KEYS) {
+      event.preventDefault();
+      chooseVerdict(form, VERDICT_KEYS[key]);
+    } else if (key === "Enter" && live && submitsOnEnter(form, event.target)) {
+      if (form.querySelector("input[name=verdict]:checked")) {
+        event.preventDefault();
+        form.requestSubmit();
+      }
+    } else if (key === "n") {
+      // On the home page: the first of my queues that has work waiting.
+      const next =
+        document.getElementById("next-form") ||
+        document.querySelector(".next-form:not([data-pending='0'])") ||
+        document.querySelector(".next-form");
+      if (next) {
+        event.preventDefault();
+        next.requestSubmit();
+      }
+    } else if (key === "s") {
+      const release = document.getElementById("release-form");
+      if (release && release.dataset.refused !== "true") {
+        event.preventDefault();
+        release.requestSubmit();
+      }
+    }
+  }
+
+  function init() {
+    const form = document.getElementById("decision-form");
+    if (form) {
+      for (const radio of form.querySelectorAll("input[name=verdict]")) {
+        radio.addEventListener("change", () => filterReasons(form));
+      }
+      filterReasons(form);
+      form.addEventListener("submit", () => {
+        // One decision per click: a double-click would come back as a stale lease.
+        setTimeout(() => {
+          for (const el of form.querySelectorAll("[type=submit]")) el.disabled = true;
+        }, 0);
+      });
+      startHeartbeat(form);
+    }
+    document.addEventListener("keydown", onKey);
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();

@@ -1,0 +1,176 @@
+"""POST /items/<id>/decide/: the fenced decision, then the next item opens by itself."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from queue_app.errors import EvidenceChanged, InvalidReason, QueueEmpty, StaleLease
+from queue_app.models import Decision, EffectJob, ReviewItem
+from queue_app.services import claim_next
+from tests.conftest import backdate_lease, make_items, shown_hash
+
+pytestmark = pytest.mark.django_db
+
+
+def form(item: ReviewItem, **overrides: str) -> dict[str, str]:
+    """What the item page posts for the reviewer's current lease."""
+    item.refresh_from_db()
+    data = {
+        "lease_token": str(item.lease_token),
+        "evidence_hash": shown_hash(item),
+        "verdict": "approve",
+        "reason_code": "verified",
+        "note": "",
+    }
+    return {**data, **overrides}
+
+
+def test_it_records_the_decision_and_opens_the_next_item(alice_client: Client, alice, queue):
+    first, second = make_items(queue, 2)
+    claim_next(queue=queue, reviewer=alice)
+    response = alice_client.post(
+        f"/items/{first.pk}/decide/", form(first, note="Checked against the registry.")
+    )
+    assert response.status_code == 302
+    assert response["Location"] == f"/items/{second.pk}/"
+    decision = Decision.objects.get()
+    assert (decision.item_id, decision.reviewer_id, decision.verdict) == (
+        first.pk,
+        alice.pk,
+        "approve",
+    )
+    assert decision.reason_code.code == "verified"
+    assert decision.note == "Checked against the registry."
+    assert EffectJob.objects.filter(decision=decision).exists()
+    second.refresh_from_db()
+    assert (second.state, second.lease_owner_id) == ("leased", alice.pk)
+
+    page = alice_client.get(response["Location"]).content.decode()
+    assert f"Recorded approve (verified) on item #{first.pk}." in page
+
+
+def test_the_last_decision_sends_me_home_with_a_message(alice_client: Client, alice, queue):
+    (item,) = make_items(queue, 1)
+    claim_next(queue=queue, reviewer=alice)
+    response = alice_client.post(f"/items/{item.pk}/decide/", form(item), follow=True)
+    assert response.redirect_chain == [("/", 302)]
+    assert QueueEmpty.message in response.content.decode()
+
+
+def test_it_rejects_a_stale_token_and_writes_nothing(alice_client: Client, alice, bob, queue):
+    (item,) = make_items(queue, 1)
+    claim_next(queue=queue, reviewer=alice)
+    stale = form(item)
+    backdate_lease(item.pk)
+    claim_next(queue=queue, reviewer=bob)
+
+    response = alice_client.post(f"/items/{item.pk}/decide/", stale, follow=True)
+    assert response.redirect_chain == [(f"/items/{item.pk}/", 302)]
+    html = response.content.decode()
+    assert StaleLease.message in html
+    assert 'id="decision-form"' not in html
+    assert not Decision.objects.exists()
+    item.refresh_from_db()
+    assert item.lease_owner_id == bob.pk
+
+
+def test_a_mangled_token_gets_the_stale_lease_message(alice_client: Client, alice, queue):
+    (item,) = make_items(queue, 1)
+    claim_next(queue=queue, reviewer=alice)
+    response = alice_client.post(
+        f"/items/{item.pk}/decide/", form(item, lease_token="not-a-uuid"), follow=True
+    )
+    assert StaleLease.message in response.content.decode()
+    assert not Decision.objects.exists()
+
+
+def test_it_rejects_changed_evidence_and_shows_it_again(alice_client: Client, alice, queue):
+    (item,) = make_items(queue, 1)
+    claim_next(queue=queue, reviewer=alice)
+    shown = form(item)
+    ReviewItem.objects.filter(pk=item.pk).update(payload={"n": 0, "amount": "99.00"})
+
+    response = alice_client.post(f"/items/{item.pk}/decide/", shown, follow=True)
+    html = response.content.decode()
+    assert EvidenceChanged.message in html
+    assert not Decision.objects.exists()
+    # Still mine, now with the new evidence and its hash, ready to decide again.
+    item.refresh_from_db()
+    assert item.state == "leased" and item.lease_owner_id == alice.pk
+    assert f'name="evidence_hash" value="{shown_hash(item)}"' in html
+    assert "99.00" in html
+
+
+def test_a_reason_of_another_verdict_is_refused_keeping_my_note(alice_client: Client, alice, queue):
+    (item,) = make_items(queue, 1)
+    claim_next(queue=queue, reviewer=alice)
+    response = alice_client.post(
+        f"/items/{item.pk}/decide/", form(item, reason_code="fraud", note="My careful note")
+    )
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert InvalidReason.message in html
+    assert "My careful note</textarea>" in html
+    assert not Decision.objects.exists()
+    item.refresh_from_db()
+    assert item.state == "leased"
+
+
+def test_a_missing_verdict_is_refused_with_clear_words(alice_client: Client, alice, queue):
+    (item,) = make_items(queue, 1)
+    claim_next(queue=queue, reviewer=alice)
+    response = alice_client.post(f"/items/{item.pk}/decide/", form(item, verdict=""))
+    assert response.status_code == 400
+    assert b"Choose a verdict" in response.content
+    assert not Decision.objects.exists()
+
+
+def test_an_overturn_cannot_be_posted_by_a_reviewer(alice_client: Client, alice, queue):
+    (item,) = make_items(queue, 1)
+    claim_next(queue=queue, reviewer=alice)
+    response = alice_client.post(
+        f"/items/{item.pk}/decide/", form(item, verdict="overturn", reason_code="reviewer_error")
+    )
+    assert response.status_code == 400
+    assert not Decision.objects.exists()
+
+
+def test_a_note_longer_than_allowed_is_refused(alice_client: Client, alice, queue):
+    (item,) = make_items(queue, 1)
+    claim_next(queue=queue, reviewer=alice)
+    response = alice_client.post(f"/items/{item.pk}/decide/", form(item, note="x" * 10_001))
+    assert response.status_code == 400
+    assert b"at most 10000 characters" in response.content
+    assert not Decision.objects.exists()
+
+
+def test_an_outsider_cannot_decide_even_with_a_token(outsider_client: Client, alice, queue):
+    (item,) = make_items(queue, 1)
+    claim_next(queue=queue, reviewer=alice)
+    response = outsider_client.post(f"/items/{item.pk}/decide/", form(item))
+    assert response.status_code == 404
+    assert not Decision.objects.exists()
+
+
+def test_another_reviewer_cannot_use_my_token(bob_client: Client, alice, queue):
+    (item,) = make_items(queue, 1)
+    claim_next(queue=queue, reviewer=alice)
+    response = bob_client.post(f"/items/{item.pk}/decide/", form(item), follow=True)
+    assert StaleLease.message in response.content.decode()
+    assert not Decision.objects.exists()
+
+
+def test_escalate_closes_the_item_and_opens_the_next(alice_client: Client, alice, queue):
+    first, second = make_items(queue, 2)
+    claim_next(queue=queue, reviewer=alice)
+    response = alice_client.post(
+        f"/items/{first.pk}/decide/", form(first, verdict="escalate", reason_code="policy_gap")
+    )
+    assert response["Location"] == f"/items/{second.pk}/"
+    assert Decision.objects.get().verdict == "escalate"
+
+
+def test_deciding_needs_a_post(alice_client: Client, alice, queue):
+    (item,) = make_items(queue, 1)
+    assert alice_client.get(f"/items/{item.pk}/decide/").status_code == 405

@@ -1,0 +1,181 @@
+"""GET /items/<id>/: evidence, history, lease countdown, and the form only for the holder."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from queue_app.models import ReviewItem
+from queue_app.services import claim_next, create_item, overturn_decision, submit_decision
+from tests.conftest import make_items, make_queue, shown_hash
+from tests.console.conftest import recon_item
+
+pytestmark = pytest.mark.django_db
+
+
+def hidden(html: str, name: str) -> str:
+    match = re.search(rf'<input type="hidden" name="{name}" value="([^"]*)"', html)
+    assert match, f"no hidden {name}"
+    return match.group(1)
+
+
+def test_the_holder_gets_the_form_with_token_and_evidence_hash(alice_client, alice, queue):
+    (item,) = make_items(queue, 1)
+    claim_next(queue=queue, reviewer=alice)
+    item.refresh_from_db()
+    html = alice_client.get(f"/items/{item.pk}/").content.decode()
+    assert hidden(html, "lease_token") == str(item.lease_token)
+    assert hidden(html, "evidence_hash") == shown_hash(item)
+    assert 'id="lease-countdown"' in html
+    assert f'data-renew-url="/items/{item.pk}/renew/"' in html
+    # The token appears in hidden inputs only, never in a link or form action.
+    assert html.count(str(item.lease_token)) == 2
+    assert not re.search(rf'(href|action)="[^"]*{item.lease_token}', html)
+
+
+def test_the_form_offers_each_verdict_with_its_own_reasons(alice_client, alice, queue):
+    make_items(queue, 1)
+    item = claim_next(queue=queue, reviewer=alice)
+    html = alice_client.get(f"/items/{item.pk}/").content.decode()
+    for verdict in ("approve", "reject", "escalate"):
+        assert f'name="verdict" value="{verdict}"' in html
+    assert re.search(r'<option value="fraud" data-verdict="reject"', html)
+    assert 'value="reviewer_error"' not in html  # overturn reasons are for admins only
+
+
+def test_it_offers_no_escalate_where_there_is_nowhere_to_escalate(
+    alice_client, alice, reviewers_group
+):
+    flat = make_queue("flat", group=reviewers_group)
+    make_items(flat, 1)
+    item = claim_next(queue=flat, reviewer=alice)
+    html = alice_client.get(f"/items/{item.pk}/").content.decode()
+    assert 'value="escalate"' not in html
+    assert 'value="approve"' in html
+
+
+def test_an_item_under_someone_elses_live_lease_is_read_only(alice_client, bob, queue):
+    (item,) = make_items(queue, 1)
+    claim_next(queue=queue, reviewer=bob)
+    item.refresh_from_db()
+    response = alice_client.get(f"/items/{item.pk}/")
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "bob is reviewing this item" in html
+    assert 'id="decision-form"' not in html
+    assert 'id="release-form"' not in html
+    assert str(item.lease_token) not in html
+    assert "item 0" in html  # the evidence is still readable
+
+
+def test_a_pending_item_is_read_only_with_a_next_button(alice_client, queue):
+    (item,) = make_items(queue, 1)
+    html = alice_client.get(f"/items/{item.pk}/").content.decode()
+    assert 'id="decision-form"' not in html
+    assert 'id="next-form"' in html
+
+
+def test_a_decided_item_shows_its_decisions(alice_client, alice, queue):
+    (item,) = make_items(queue, 1)
+    claimed = claim_next(queue=queue, reviewer=alice)
+    submit_decision(
+        item_id=item.pk,
+        reviewer=alice,
+        lease_token=claimed.lease_token,
+        verdict="reject",
+        reason_code="fraud",
+        evidence_hash=shown_hash(item),
+        note="Second <b>passport</b> on file",
+    )
+    html = alice_client.get(f"/items/{item.pk}/").content.decode()
+    assert "Decided on" in html
+    assert "<td>Reject</td>" in html
+    assert "Second &lt;b&gt;passport&lt;/b&gt; on file" in html
+    assert 'id="decision-form"' not in html
+
+
+def test_items_of_queues_i_lack_are_not_found(outsider_client, queue):
+    (item,) = make_items(queue, 1)
+    response = outsider_client.get(f"/items/{item.pk}/")
+    assert response.status_code == 404
+    assert b"no such item, or it belongs to a queue you do not have access to" in response.content
+    assert b"item 0" not in response.content
+
+
+def test_an_unknown_item_is_not_found_with_the_same_words(alice_client, queue):
+    response = alice_client.get("/items/999999/")
+    assert response.status_code == 404
+    assert b"no such item" in response.content
+
+
+def test_reconciliation_amounts_are_exact_and_grouped(alice_client, alice, recon_queue):
+    item = recon_item(recon_queue)
+    claim_next(queue=recon_queue, reviewer=alice)
+    html = alice_client.get(f"/items/{item.pk}/").content.decode()
+    assert '<span class="amount">+12,345,678,901,234.57</span>' in html
+    assert '<span class="amount">0.10</span>' in html
+    assert '<span class="amount">\u22121,000.5</span>' in html
+    assert "ACME-CORP" in html
+    assert "match-partial" in html
+    # What the hash covers is exactly the row that was rendered, decimals and all.
+    assert hidden(html, "evidence_hash") == shown_hash(ReviewItem.objects.get(pk=item.pk))
+
+
+def test_unknown_shapes_render_as_legible_escaped_key_values(alice_client, alice, queue):
+    create_item(
+        queue=queue,
+        subject="Odd <shape>",
+        payload={
+            "customer_profile": {"tier": "gold", "tags": ["vip", "legacy"], "limits": {}},
+            "free_text": "x" * 3000,
+            "attack": "<script>alert(1)</script>",
+            "score": Decimal("1234567.891"),
+            "flag": True,
+            "missing": None,
+        },
+        idempotency_key="odd",
+    )
+    item = claim_next(queue=queue, reviewer=alice)
+    html = alice_client.get(f"/items/{item.pk}/").content.decode()
+    assert '<dt title="customer_profile">Customer profile</dt>' in html
+    assert '<ol class="ev-list"><li><span class="ev-text">vip</span></li>' in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<script>alert(1)" not in html
+    assert "Odd &lt;shape&gt;" in html
+    assert '<span class="ev-number">1,234,567.891</span>' in html
+    assert '<span class="ev-bool">Yes</span>' in html
+    assert '<span class="ev-text">' + "x" * 3000 + "</span>" in html
+
+
+def test_its_query_count_does_not_grow_with_history(alice_client, alice, bob, supervisor, queue):
+    def queries(item_id: int) -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert alice_client.get(f"/items/{item_id}/").status_code == 200
+        return len(ctx.captured_queries)
+
+    plain, busy = make_items(queue, 2)
+    for item in (plain, busy):
+        claimed = claim_next(queue=queue, reviewer=bob)
+        submit_decision(
+            item_id=claimed.pk,
+            reviewer=bob,
+            lease_token=claimed.lease_token,
+            verdict="approve",
+            reason_code="verified",
+            evidence_hash=shown_hash(item),
+        )
+    overturn_decision(
+        decision_id=busy.decisions.get().pk,
+        admin=supervisor,
+        corrected_verdict="reject",
+        reason_code="reviewer_error",
+    )
+    assert queries(busy.pk) == queries(plain.pk)
+
+    make_items(queue, 1, prefix="live")
+    held = claim_next(queue=queue, reviewer=alice)
+    assert queries(held.pk) <= 7

@@ -1,0 +1,102 @@
+"""POST /items/<id>/release/ and /renew/: fenced by the token from the page."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from queue_app.errors import StaleLease
+from queue_app.models import ItemEvent, ReviewItem
+from queue_app.services import claim_next
+from tests.conftest import backdate_lease, make_items
+
+pytestmark = pytest.mark.django_db
+
+JSON = {"HTTP_ACCEPT": "application/json"}
+
+
+def token_of(item: ReviewItem) -> str:
+    item.refresh_from_db()
+    return str(item.lease_token)
+
+
+def test_release_gives_the_item_back(alice_client: Client, alice, queue):
+    (item,) = make_items(queue, 1)
+    claim_next(queue=queue, reviewer=alice)
+    response = alice_client.post(
+        f"/items/{item.pk}/release/", {"lease_token": token_of(item)}, follow=True
+    )
+    assert response.redirect_chain == [("/", 302)]
+    assert f"Item #{item.pk} is back in Kyc." in response.content.decode()
+    item.refresh_from_db()
+    assert (item.state, item.lease_owner_id, item.lease_token) == ("pending", None, None)
+
+
+def test_release_with_a_stale_token_changes_nothing(alice_client: Client, alice, bob, queue):
+    (item,) = make_items(queue, 1)
+    claim_next(queue=queue, reviewer=alice)
+    stale = token_of(item)
+    backdate_lease(item.pk)
+    claim_next(queue=queue, reviewer=bob)
+    response = alice_client.post(f"/items/{item.pk}/release/", {"lease_token": stale}, follow=True)
+    assert StaleLease.message in response.content.decode()
+    item.refresh_from_db()
+    assert (item.state, item.lease_owner_id) == ("leased", bob.pk)
+
+
+def test_release_without_a_token_is_refused(alice_client: Client, alice, queue):
+    (item,) = make_items(queue, 1)
+    claim_next(queue=queue, reviewer=alice)
+    response = alice_client.post(f"/items/{item.pk}/release/", {}, follow=True)
+    assert StaleLease.message in response.content.decode()
+    item.refresh_from_db()
+    assert item.state == "leased"
+
+
+def test_renew_extends_my_lease_and_answers_json(alice_client: Client, alice, queue):
+    (item,) = make_items(queue, 1)
+    claim_next(queue=queue, reviewer=alice)
+    backdate_lease(item.pk, seconds=1)  # lapsed, but nobody took it: still mine to renew
+    response = alice_client.post(
+        f"/items/{item.pk}/renew/", {"lease_token": token_of(item)}, **JSON
+    )
+    assert response.status_code == 200
+    body = response.json()
+    assert body["ok"] is True
+    assert 290 < body["expires_in"] <= 300  # the queue's five-minute TTL
+    item.refresh_from_db()
+    assert item.lease_expires.isoformat() == body["expires"]
+    assert ItemEvent.objects.filter(item=item, kind="renewed").count() == 1
+
+
+def test_renew_after_a_takeover_answers_409_with_the_message(alice_client, alice, bob, queue):
+    (item,) = make_items(queue, 1)
+    claim_next(queue=queue, reviewer=alice)
+    stale = token_of(item)
+    backdate_lease(item.pk)
+    claim_next(queue=queue, reviewer=bob)
+    response = alice_client.post(f"/items/{item.pk}/renew/", {"lease_token": stale}, **JSON)
+    assert response.status_code == 409
+    assert response.json() == {"ok": False, "message": StaleLease.message}
+    item.refresh_from_db()
+    assert item.lease_owner_id == bob.pk
+
+
+def test_renew_without_javascript_redirects_back_to_the_item(alice_client, alice, queue):
+    (item,) = make_items(queue, 1)
+    claim_next(queue=queue, reviewer=alice)
+    response = alice_client.post(
+        f"/items/{item.pk}/renew/", {"lease_token": token_of(item)}, follow=True
+    )
+    assert response.redirect_chain == [(f"/items/{item.pk}/", 302)]
+    assert b"was renewed" in response.content
+
+
+def test_renew_by_an_outsider_is_not_found(outsider_client, alice, queue):
+    (item,) = make_items(queue, 1)
+    claim_next(queue=queue, reviewer=alice)
+    response = outsider_client.post(
+        f"/items/{item.pk}/renew/", {"lease_token": token_of(item)}, **JSON
+    )
+    assert response.status_code == 404
+    assert response.json()["ok"] is False
