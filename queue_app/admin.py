@@ -10,7 +10,6 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect
@@ -55,7 +54,6 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 @admin.register(Queue)
 class QueueAdmin(admin.ModelAdmin):
     form = QueueForm
-    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     list_display = (
         "slug",
         "name",
@@ -305,9 +303,6 @@ class DecisionAdmin(ReadOnlyAdmin):
         "chain_hash",
     )
     readonly_fields = ("superseded_by_link", "applied_at")
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Decision]:
-        return super().get_queryset(request).select_related("applied", "superseded_by")
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet, search_term: str

@@ -45,6 +45,13 @@ class OverturnForm(forms.Form):
 class QueueForm(forms.ModelForm):
     """Queue configuration; the model's constraints are checked too (ModelForm validation)."""
 
+    webhook_url = forms.URLField(
+        required=False,
+        max_length=200,
+        assume_scheme="https",
+        help_text="Where the webhook effect POSTs each decision (signed).",
+    )
+
     class Meta:
         model = Queue
         fields = (
