@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
@@ -21,7 +21,7 @@ def _moment(text: str) -> datetime:
             raise ValueError(text)
         moment = datetime(day.year, day.month, day.day)
     if timezone.is_naive(moment):
-        moment = timezone.make_aware(moment, timezone.UTC)
+        moment = timezone.make_aware(moment, UTC)
     return moment
 
 
