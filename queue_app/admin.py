@@ -262,6 +262,26 @@ def _export_response(queryset: QuerySet[Decision], fmt: str) -> StreamingHttpRes
     return response
 
 
+def _decision_summary(decision: Decision) -> list[tuple[str, str]]:
+    """Label/value rows describing a decision at the top of its overturn form."""
+    item_url = reverse("admin:queue_app_reviewitem_change", args=[decision.item_id])
+    rows = [
+        ("Item", format_html('<a href="{}#history">{}</a>', item_url, decision.item)),
+        ("Queue", str(decision.queue)),
+        (
+            "Verdict",
+            format_html(
+                "<strong>{}</strong> — {}", decision.standing_verdict, decision.reason_code.label
+            ),
+        ),
+        ("Decided by", decision.reviewer.get_full_name() or decision.reviewer.username),
+        ("Decided at", f"{decision.created_at:%Y-%m-%d %H:%M:%S} UTC"),
+    ]
+    if decision.note:
+        rows.append(("Note", decision.note))
+    return rows
+
+
 @admin.register(Decision)
 class DecisionAdmin(ReadOnlyAdmin):
     """Append-only: the only write is an overturn, through its own form and the service."""
@@ -415,6 +435,7 @@ class DecisionAdmin(ReadOnlyAdmin):
             "opts": self.opts,
             "title": f"Overturn decision #{decision.pk}",
             "decision": decision,
+            "summary": _decision_summary(decision),
             "form": form,
             "standing": services.standing_decision(item=decision.item_id),
             "is_author": decision.reviewer_id == request.user.pk,
