@@ -211,9 +211,12 @@ class ReviewItemAdmin(ReadOnlyAdmin):
             return queryset.filter(trace_id=uuid.UUID(term)), False
         except ValueError:
             pass
+        # An exact key is answered by its unique index; OR-ing it with the substring search
+        # below would make every key lookup a full scan.
         by_key = queryset.filter(idempotency_key=term)
-        by_subject = queryset.filter(subject__icontains=term)
-        return by_key | by_subject, False
+        if by_key.exists():
+            return by_key, False
+        return queryset.filter(subject__icontains=term), False
 
     @admin.display(description="Evidence (as the reviewer saw it)")
     def evidence(self, item: ReviewItem) -> str:
@@ -304,6 +307,7 @@ class DecisionAdmin(ReadOnlyAdmin):
     search_help_text = "Reviewer username, or a decision or item number."
     ordering = ("-id",)
     show_full_result_count = False
+    list_per_page = 50
     actions = ("export_jsonl", "export_csv")
     fields = (
         "item",
