@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Permission
+from django.contrib.auth.models import Permission, User
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
 from queue_app.models import Decision, ReasonCode
 from queue_app.services import overturn_decision, standing_outcome
 from tests.admin.conftest import client_for
+from tests.conftest import run_in_threads
 
 pytestmark = pytest.mark.django_db
 
@@ -125,3 +127,28 @@ def test_an_unknown_decision_is_not_found(compliance):
         reverse("admin:queue_app_decision_overturn", args=[999999])
     )
     assert response.status_code == 404
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_admins_overturning_at_once_get_one_row_and_one_clear_refusal(approved, compliance):
+    second = User.objects.create_user("dana", password="pw-dana", is_staff=True)
+    second.groups.set(compliance.groups.all())
+    reason = _reason(approved).pk
+    clients = []
+    for user in (compliance, second):
+        client = Client()
+        client.force_login(user)
+        clients.append(client)
+
+    def overturn(i: int):
+        response = clients[i].post(
+            _url(approved),
+            {"corrected_verdict": "reject", "reason_code": reason, "note": f"admin {i}"},
+        )
+        return response.status_code, response.content.decode()
+
+    results = run_in_threads(2, overturn)
+    assert sorted(status for status, _ in results) == [200, 302]
+    refused = next(body for status, body in results if status == 200)
+    assert "That decision has already been overturned" in refused
+    assert Decision.objects.filter(supersedes=approved).count() == 1
