@@ -112,12 +112,14 @@ class ReasonCodeAdmin(admin.ModelAdmin):
     def is_active(self, reason: ReasonCode) -> bool:
         return reason.retired_at is None
 
-    @admin.action(description="Retire selected codes (hide from new decisions)")
+    @admin.action(
+        description="Retire selected codes (hide from new decisions)", permissions=["change"]
+    )
     def retire(self, request: HttpRequest, queryset: QuerySet[ReasonCode]) -> None:
         count = queryset.filter(retired_at__isnull=True).update(retired_at=timezone.now())
         self.message_user(request, f"Retired {count} reason code(s).", messages.SUCCESS)
 
-    @admin.action(description="Bring selected codes back into use")
+    @admin.action(description="Bring selected codes back into use", permissions=["change"])
     def unretire(self, request: HttpRequest, queryset: QuerySet[ReasonCode]) -> None:
         count = queryset.filter(retired_at__isnull=False).update(retired_at=None)
         self.message_user(request, f"Restored {count} reason code(s).", messages.SUCCESS)

@@ -142,3 +142,13 @@ def test_seed_demo_admins_may_overturn_but_not_rewrite_and_reviewers_get_no_admi
     reviewers = Group.objects.get(name="Reviewers")
     assert not reviewers.permissions.exists()
     assert not reviewers.user_set.filter(is_staff=True).exists()
+
+
+def test_staff_who_may_only_view_cannot_retire_a_code(queue, viewer):
+    verified = ReasonCode.objects.get(queue=queue, verdict="approve", code="verified")
+    client_for(viewer).post(
+        reverse("admin:queue_app_reasoncode_changelist"),
+        {"action": "retire", "_selected_action": [verified.pk]},
+    )
+    verified.refresh_from_db()
+    assert verified.retired_at is None

@@ -51,3 +51,14 @@ def test_staff_without_change_permission_gets_no_retry(jobs, viewer):
     assert client.get(url).context["action_form"] is None
     client.post(url, {"action": "retry", "_selected_action": [jobs[0].pk]})
     assert EffectJob.objects.get(pk=jobs[0].pk).dead
+
+
+def test_the_item_timeline_says_when_an_effect_gave_up(jobs, compliance):
+    item_id = jobs[0].decision.item_id
+    page = (
+        client_for(compliance)
+        .get(reverse("admin:queue_app_reviewitem_change", args=[item_id]))
+        .content.decode()
+    )
+    assert f"Decision #{jobs[0].pk} NOT applied: effect job dead" in page
+    assert "8 attempts; last error: ConnectionRefusedError: ledger down" in page

@@ -10,8 +10,8 @@ from django.utils import timezone
 
 from queue_app.models import Decision, ReasonCode
 from queue_app.services import overturn_decision, standing_outcome
-from tests.admin.conftest import client_for
-from tests.conftest import run_in_threads
+from tests.admin.conftest import client_for, decide
+from tests.conftest import make_items, run_in_threads
 
 pytestmark = pytest.mark.django_db
 
@@ -152,3 +152,17 @@ def test_two_admins_overturning_at_once_get_one_row_and_one_clear_refusal(approv
     refused = next(body for status, body in results if status == 200)
     assert "That decision has already been overturned" in refused
     assert Decision.objects.filter(supersedes=approved).count() == 1
+
+
+def test_an_escalation_offers_no_overturn_and_a_forced_post_is_a_form_error(
+    queue, alice, compliance
+):
+    (item,) = make_items(queue, 1)
+    escalated = decide(item, alice, verdict="escalate", reason="policy_gap")
+    client = client_for(compliance)
+    page = client.get(reverse("admin:queue_app_decision_change", args=[escalated.pk]))
+    assert b"Overturn this decision" not in page.content
+    response = _post(client, escalated)
+    assert response.status_code == 200
+    assert "An escalation is not overturned" in response.content.decode()
+    assert not Decision.objects.filter(supersedes=escalated).exists()
