@@ -8,10 +8,11 @@ import secrets
 from datetime import timedelta
 from decimal import Decimal
 
-from django.contrib.auth.models import Group, Permission, User
+from django.contrib.auth.models import Group, User
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from queue_app.admin_permissions import admin_group_permissions
 from queue_app.models import Queue, ReasonCode, Verdict
 from queue_app.services import create_item
 
@@ -204,7 +205,7 @@ class Command(BaseCommand):
 
         reviewers, _ = Group.objects.get_or_create(name="Reviewers")
         admins, _ = Group.objects.get_or_create(name="Admins")
-        admins.permissions.add(*Permission.objects.filter(content_type__app_label="queue_app"))
+        admins.permissions.set(admin_group_permissions())
         for queue in queues.values():
             queue.reviewer_groups.add(reviewers, admins)
 

@@ -1,0 +1,78 @@
+"""Forms behind the admin: the overturn form and queue configuration checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from queue_app.models import CORRECTED_VERDICTS, Decision, Queue, ReasonCode, Verdict
+from queue_app.services import NOTE_MAX_LENGTH, reason_codes_for
+
+
+class OverturnForm(forms.Form):
+    """Corrected verdict, an overturn reason from the queue's closed set, and a note."""
+
+    corrected_verdict = forms.ChoiceField(
+        label="Corrected verdict",
+        choices=[(v.value, v.label) for v in CORRECTED_VERDICTS],
+        widget=forms.RadioSelect,
+        help_text="The verdict that stands once this overturn is recorded.",
+    )
+    reason_code = forms.ModelChoiceField(
+        label="Overturn reason",
+        queryset=ReasonCode.objects.none(),
+        empty_label=None,
+        help_text="From this queue's active overturn reasons.",
+    )
+    note = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4, "cols": 60}),
+        max_length=NOTE_MAX_LENGTH,
+        help_text="Why: what the reviewer missed, or what new information arrived.",
+    )
+
+    def __init__(self, *args: Any, decision: Decision, **kwargs: Any) -> None:
+        # Offer the verdict that does not stand now: overturning to the same one is refused.
+        opposite = Verdict.REJECT if decision.standing_verdict == Verdict.APPROVE else "approve"
+        kwargs.setdefault("initial", {"corrected_verdict": opposite})
+        super().__init__(*args, **kwargs)
+        reasons = reason_codes_for(queue=decision.queue_id, verdict=Verdict.OVERTURN)
+        field = self.fields["reason_code"]
+        field.queryset = reasons.order_by("label")
+        field.label_from_instance = lambda reason: f"{reason.label} ({reason.code})"
+
+
+class QueueForm(forms.ModelForm):
+    """Queue configuration; the model's constraints are checked too (ModelForm validation)."""
+
+    webhook_url = forms.URLField(
+        required=False,
+        max_length=200,
+        assume_scheme="https",
+        help_text="Where the webhook effect POSTs each decision (signed).",
+    )
+
+    class Meta:
+        model = Queue
+        fields = (
+            "slug",
+            "name",
+            "description",
+            "lease_ttl",
+            "max_in_flight",
+            "escalation_threshold",
+            "escalation_queue",
+            "effect",
+            "webhook_url",
+            "webhook_secret_env",
+            "reviewer_groups",
+        )
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        if cleaned.get("effect") == "webhook" and not cleaned.get("webhook_url"):
+            self.add_error("webhook_url", "A webhook effect needs the URL to POST to.")
+        escalation = cleaned.get("escalation_queue")
+        if escalation is not None and self.instance.pk and escalation.pk == self.instance.pk:
+            self.add_error("escalation_queue", "A queue cannot escalate to itself.")
+        return cleaned

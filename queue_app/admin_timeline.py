@@ -1,0 +1,176 @@
+"""An item's history for its admin page: events, decisions and effects in one timeline.
+
+Three queries whatever the history's length: the item's events, its decisions (with reviewer,
+reason, applied record and outbox job joined), and the queue names the events mention.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from queue_app.jsonutil import exact_dumps
+from queue_app.models import (
+    AppliedDecision,
+    Decision,
+    EffectJob,
+    ItemEvent,
+    ItemEventKind,
+    Queue,
+    ReviewItem,
+    Verdict,
+)
+
+
+@dataclass
+class Entry:
+    """One line of the timeline."""
+
+    at: datetime
+    kind: str  # css class and icon: event, decision, overturn, applied, pending, dead
+    title: str
+    who: str = ""
+    details: list[str] = field(default_factory=list)
+    decision: Decision | None = None
+
+
+@dataclass
+class Timeline:
+    entries: list[Entry]
+    standing: Decision | None
+
+    @property
+    def standing_verdict(self) -> str | None:
+        return self.standing.standing_verdict if self.standing else None
+
+
+def _name(user: Any) -> str:
+    if user is None:
+        return "the system"
+    full = user.get_full_name()
+    return f"{full} ({user.username})" if full else user.username
+
+
+def _event_entry(event: ItemEvent, queues: dict[int, str]) -> Entry:
+    detail = event.detail or {}
+    label = ItemEventKind(event.kind).label if event.kind in ItemEventKind.values else event.kind
+    details = []
+    if event.kind == ItemEventKind.AUTO_ESCALATED:
+        details.append(
+            f"Moved from {queues.get(detail.get('from_queue_id'), '?')} to "
+            f"{queues.get(detail.get('to_queue_id'), '?')} after "
+            f"{detail.get('lease_count', '?')} leases without a decision."
+        )
+    elif event.kind == ItemEventKind.CREATED and "priority" in detail:
+        details.append(f"Priority {detail['priority']}.")
+    return Entry(at=event.at, kind="event", title=label, who=_name(event.actor), details=details)
+
+
+def _decision_entries(decision: Decision) -> list[Entry]:
+    reason = f"{decision.reason_code.label} ({decision.reason_code.code})"
+    if decision.verdict == Verdict.OVERTURN:
+        title = (
+            f"Overturn #{decision.pk} of decision #{decision.supersedes_id}: "
+            f"now {decision.corrected_verdict}"
+        )
+        kind = "overturn"
+    else:
+        title = f"Decision #{decision.pk}: {decision.verdict}"
+        kind = "decision"
+    details = [f"Reason: {reason}", f"Evidence hash: {decision.evidence_hash[:16]}…"]
+    if decision.note:
+        details.append(f"Note: {decision.note}")
+    entries = [
+        Entry(
+            at=decision.created_at,
+            kind=kind,
+            title=title,
+            who=_name(decision.reviewer),
+            details=details,
+            decision=decision,
+        )
+    ]
+    try:
+        applied = decision.applied
+    except AppliedDecision.DoesNotExist:
+        applied = None
+    if applied is not None:
+        entries.append(
+            Entry(
+                at=applied.applied_at,
+                kind="applied",
+                title=f"Decision #{decision.pk} applied",
+                who="apply worker",
+                details=[f"Outcome: {exact_dumps(applied.outcome)}"] if applied.outcome else [],
+            )
+        )
+        return entries
+    try:
+        job = decision.effect_job
+    except EffectJob.DoesNotExist:
+        return entries
+    if job.dead:
+        entries.append(
+            Entry(
+                at=job.next_attempt_at,
+                kind="dead",
+                title=f"Decision #{decision.pk} NOT applied: effect job dead",
+                details=[f"{job.attempts} attempts; last error: {job.last_error or '—'}"],
+            )
+        )
+    else:
+        extra = f" (attempt {job.attempts}; last error: {job.last_error})" if job.attempts else ""
+        entries.append(
+            Entry(
+                at=job.created_at,
+                kind="pending",
+                title=f"Decision #{decision.pk} waiting for the apply worker{extra}",
+            )
+        )
+    return entries
+
+
+def item_timeline(item: ReviewItem) -> Timeline:
+    """Return the item's history, oldest first, and the decision that stands now."""
+    events = list(ItemEvent.objects.filter(item=item).select_related("actor").order_by("at", "id"))
+    decisions = list(
+        Decision.objects.filter(item=item)
+        .select_related("reviewer", "reason_code", "applied", "effect_job")
+        .order_by("id")
+    )
+    queue_ids = {
+        event.detail.get(key)
+        for event in events
+        if event.kind == ItemEventKind.AUTO_ESCALATED and isinstance(event.detail, dict)
+        for key in ("from_queue_id", "to_queue_id")
+    }
+    queues = dict(Queue.objects.filter(pk__in=queue_ids).values_list("pk", "name"))
+
+    entries: list[Entry] = []
+    if not any(event.kind == ItemEventKind.CREATED for event in events):
+        # Items written without the intake service have no created event; the row still knows.
+        entries.append(Entry(at=item.created_at, kind="event", title="Created"))
+    # A decided event and its decision row are one fact; the decision line says more.
+    entries += [_event_entry(e, queues) for e in events if e.kind != ItemEventKind.DECIDED]
+    for decision in decisions:
+        entries += _decision_entries(decision)
+    entries.sort(key=lambda entry: entry.at)
+
+    superseded = {d.supersedes_id for d in decisions if d.supersedes_id}
+    standing = next((d for d in reversed(decisions) if d.pk not in superseded), None)
+    return Timeline(entries=entries, standing=standing)
+
+
+def pretty_json(value: Any, indent: int = 0) -> str:
+    """Render JSON indented for reading, decimals digit for digit (json.dumps would float them)."""
+    pad, inner = "  " * indent, "  " * (indent + 1)
+    if isinstance(value, dict) and value:
+        body = ",\n".join(
+            f"{inner}{exact_dumps(str(k))}: {pretty_json(v, indent + 1)}" for k, v in value.items()
+        )
+        return "{\n" + body + "\n" + pad + "}"
+    if isinstance(value, (list, tuple)) and value:
+        body = ",\n".join(f"{inner}{pretty_json(v, indent + 1)}" for v in value)
+        return "[\n" + body + "\n" + pad + "]"
+    return exact_dumps(value)

@@ -1,0 +1,154 @@
+"""Queues and reason codes: configuration with clear errors; codes retire, never vanish."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Group
+from django.urls import reverse
+
+from queue_app.models import Queue, ReasonCode
+from queue_app.services import reason_codes_for
+from tests.admin.conftest import client_for
+
+pytestmark = pytest.mark.django_db
+
+
+def _queue_form(**fields) -> dict:
+    return {
+        "slug": "payments",
+        "name": "Payment holds",
+        "description": "",
+        "lease_ttl": "00:15:00",
+        "max_in_flight": "500",
+        "escalation_threshold": "3",
+        "escalation_queue": "",
+        "effect": "log",
+        "webhook_url": "",
+        "webhook_secret_env": "",
+        **fields,
+    }
+
+
+def test_it_creates_a_queue_with_every_setting(compliance, reviewers_group):
+    escalation = Queue.objects.create(slug="escalation", name="Escalations")
+    response = client_for(compliance).post(
+        reverse("admin:queue_app_queue_add"),
+        _queue_form(
+            escalation_queue=escalation.pk,
+            effect="webhook",
+            webhook_url="https://ledger.example.test/hooks/review",
+            webhook_secret_env="LEDGER_WEBHOOK_SECRET",
+            reviewer_groups=[reviewers_group.pk],
+        ),
+    )
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    queue = Queue.objects.get(slug="payments")
+    assert queue.lease_ttl.total_seconds() == 900
+    assert queue.escalation_queue == escalation
+    assert queue.webhook_secret_env == "LEDGER_WEBHOOK_SECRET"
+    assert list(queue.reviewer_groups.all()) == [reviewers_group]
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "message"),
+    [
+        ({"effect": "webhook"}, "webhook_url", "A webhook effect needs the URL"),
+        ({"lease_ttl": "00:00:00"}, None, "queue_lease_ttl_positive"),
+        ({"escalation_threshold": "0"}, None, "queue_escalation_threshold_min"),
+        ({"lease_ttl": "soon"}, "lease_ttl", "Enter a valid duration."),
+    ],
+)
+def test_it_explains_a_bad_queue_setting(compliance, fields, field, message):
+    response = client_for(compliance).post(
+        reverse("admin:queue_app_queue_add"), _queue_form(**fields)
+    )
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors
+    text = " ".join(errors.get(field or "__all__", []))
+    assert message in text, errors
+    assert not Queue.objects.filter(slug="payments").exists()
+
+
+def test_a_queue_cannot_escalate_to_itself(compliance, queue):
+    response = client_for(compliance).post(
+        reverse("admin:queue_app_queue_change", args=[queue.pk]),
+        _queue_form(slug="kyc", name="Kyc", escalation_queue=queue.pk),
+    )
+    assert response.status_code == 200
+    assert "A queue cannot escalate to itself." in response.content.decode()
+    queue.refresh_from_db()
+    assert queue.escalation_queue_id != queue.pk
+
+
+def test_retiring_a_code_hides_it_from_new_decisions_and_keeps_old_ones(approved, compliance):
+    client = client_for(compliance)
+    verified = ReasonCode.objects.get(queue=approved.queue_id, verdict="approve", code="verified")
+    url = reverse("admin:queue_app_reasoncode_changelist")
+    client.post(url, {"action": "retire", "_selected_action": [verified.pk]})
+    verified.refresh_from_db()
+    assert verified.retired_at is not None
+    assert (
+        not reason_codes_for(queue=approved.queue_id, verdict="approve")
+        .filter(pk=verified.pk)
+        .exists()
+    )
+    approved.refresh_from_db()
+    assert approved.reason_code_id == verified.pk
+    retired = client.get(url, {"status": "retired"}).context["cl"].result_list
+    assert [code.pk for code in retired] == [verified.pk]
+
+    client.post(url, {"action": "unretire", "_selected_action": [verified.pk]})
+    assert (
+        reason_codes_for(queue=approved.queue_id, verdict="approve").filter(pk=verified.pk).exists()
+    )
+
+
+def test_a_used_code_keeps_its_meaning_and_cannot_be_deleted(approved, root):
+    client = client_for(root)
+    verified = ReasonCode.objects.get(queue=approved.queue_id, verdict="approve", code="verified")
+    client.post(
+        reverse("admin:queue_app_reasoncode_change", args=[verified.pk]),
+        {"code": "renamed", "verdict": "reject", "label": "Identity verified"},
+    )
+    verified.refresh_from_db()
+    assert (verified.code, verified.verdict, verified.label) == (
+        "verified",
+        "approve",
+        "Identity verified",
+    )
+    delete = reverse("admin:queue_app_reasoncode_delete", args=[verified.pk])
+    assert client.post(delete, {"post": "yes"}).status_code == 403
+
+
+def test_a_duplicate_code_is_a_form_error(compliance, queue):
+    response = client_for(compliance).post(
+        reverse("admin:queue_app_reasoncode_add"),
+        {"queue": queue.pk, "verdict": "approve", "code": "verified", "label": "Again"},
+    )
+    assert response.status_code == 200
+    assert ReasonCode.objects.filter(queue=queue, verdict="approve", code="verified").count() == 1
+
+
+def test_seed_demo_admins_may_overturn_but_not_rewrite_and_reviewers_get_no_admin(monkeypatch):
+    from django.core.management import call_command
+
+    monkeypatch.setenv("DEMO_PASSWORD", "demo-password-1")
+    call_command("seed_demo", items=1)
+    admins = set(Group.objects.get(name="Admins").permissions.values_list("codename", flat=True))
+    assert {"can_overturn", "change_queue", "change_reasoncode", "view_decision"} <= admins
+    assert {"change_effectjob", "view_reviewitem", "view_chainverification"} <= admins
+    assert not admins & {"add_decision", "change_decision", "delete_decision"}
+    assert not admins & {"change_applieddecision", "delete_itemevent", "change_reviewitem"}
+    reviewers = Group.objects.get(name="Reviewers")
+    assert not reviewers.permissions.exists()
+    assert not reviewers.user_set.filter(is_staff=True).exists()
+
+
+def test_staff_who_may_only_view_cannot_retire_a_code(queue, viewer):
+    verified = ReasonCode.objects.get(queue=queue, verdict="approve", code="verified")
+    client_for(viewer).post(
+        reverse("admin:queue_app_reasoncode_changelist"),
+        {"action": "retire", "_selected_action": [verified.pk]},
+    )
+    verified.refresh_from_db()
+    assert verified.retired_at is None

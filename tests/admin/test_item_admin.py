@@ -1,0 +1,156 @@
+"""The item page: exact evidence, the full timeline, search and filters, a cheap changelist."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from queue_app.models import AppliedDecision, ReviewItem
+from queue_app.services import (
+    claim_next,
+    create_item,
+    escalate_abandoned,
+    overturn_decision,
+    release_lease,
+)
+from tests.admin.conftest import client_for, decide
+from tests.conftest import backdate_lease, make_items
+
+pytestmark = pytest.mark.django_db
+
+
+def _item_page(client, item_id: int) -> str:
+    response = client.get(reverse("admin:queue_app_reviewitem_change", args=[item_id]))
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+# Real commits: each step stamps its own time, as in production (one test transaction would
+# give every SQL-written row the same now()).
+@pytest.mark.django_db(transaction=True)
+def test_the_timeline_tells_the_whole_story(queue, alice, bob, compliance):
+    (item,) = make_items(queue, 1, prefix="Applicant")
+    first = claim_next(queue=queue, reviewer=alice)
+    release_lease(item_id=item.pk, reviewer=alice, lease_token=first.lease_token)
+    claim_next(queue=queue, reviewer=bob)
+    backdate_lease(item.pk)  # bob walked away; alice picks it up after expiry
+    approved = decide(ReviewItem.objects.get(pk=item.pk), alice)
+    overturn = overturn_decision(
+        decision_id=approved.pk,
+        admin=compliance,
+        corrected_verdict="reject",
+        reason_code="reviewer_error",
+        note="Expired passport",
+    )
+    # What the apply worker writes once it has carried the original decision out.
+    AppliedDecision.objects.create(decision=approved, outcome={"effect": "log"})
+
+    entries = [
+        entry.title
+        for entry in client_for(compliance)
+        .get(reverse("admin:queue_app_reviewitem_change", args=[item.pk]))
+        .context["timeline"]
+        .entries
+    ]
+    assert entries == [
+        "Created",
+        "Claimed",
+        "Released",
+        "Claimed",
+        "Re-claimed after expiry",
+        f"Decision #{approved.pk}: approve",
+        f"Overturn #{overturn.pk} of decision #{approved.pk}: now reject",
+        f"Decision #{overturn.pk} waiting for the apply worker",
+        f"Decision #{approved.pk} applied",
+    ]
+    page = _item_page(client_for(compliance), item.pk)
+    assert "— alice" in page and "— bob" in page and "Casey Moreau (casey)" in page
+    assert "Standing outcome: <strong>reject</strong>" in page
+    assert "Note: Expired passport" in page
+
+
+def test_the_timeline_shows_auto_escalation_with_queue_names(queue, alice, compliance):
+    queue.escalation_threshold = 1
+    queue.save()
+    (item,) = make_items(queue, 1)
+    claim_next(queue=queue, reviewer=alice)
+    backdate_lease(item.pk)
+    assert escalate_abandoned() == 1
+    page = _item_page(client_for(compliance), item.pk)
+    assert "Auto-escalated" in page
+    assert "Moved from Kyc to Escalation after 1 leases without a decision." in page
+    assert "Standing outcome: <strong>not decided yet</strong>" in page
+
+
+def test_evidence_is_shown_digit_for_digit(queue, compliance):
+    item, _ = create_item(
+        queue=queue,
+        subject="ACME statement BR123456",
+        payload={"variance_amount": Decimal("12345678901234.57"), "ledger": Decimal("0.10")},
+        idempotency_key="recon-1",
+    )
+    page = _item_page(client_for(compliance), item.pk)
+    assert "&quot;variance_amount&quot;: 12345678901234.57" in page
+    assert "&quot;ledger&quot;: 0.10" in page
+
+
+def test_it_finds_items_by_subject_idempotency_key_and_trace_id(queue, compliance):
+    items = make_items(queue, 3, prefix="Applicant")
+    client = client_for(compliance)
+    url = reverse("admin:queue_app_reviewitem_changelist")
+
+    def found(term: str) -> set[int]:
+        return {obj.pk for obj in client.get(url, {"q": term}).context["cl"].result_list}
+
+    assert found("applicant 1") == {items[1].pk}
+    assert found("kyc-Applicant-2") == {items[2].pk}
+    assert found(str(items[0].trace_id)) == {items[0].pk}
+    assert found("nobody") == set()
+
+
+def test_it_filters_by_lease_count_bucket_and_state(queue, alice, compliance):
+    items = make_items(queue, 3)
+    claim_next(queue=queue, reviewer=alice)  # items[0] leased once
+    client = client_for(compliance)
+    url = reverse("admin:queue_app_reviewitem_changelist")
+
+    def listed(**params: str) -> set[int]:
+        return {obj.pk for obj in client.get(url, params).context["cl"].result_list}
+
+    assert listed(leases="1") == {items[0].pk}
+    assert listed(leases="0") == {items[1].pk, items[2].pk}
+    assert listed(state__exact="leased") == {items[0].pk}
+    assert listed(age="1h") == {item.pk for item in items}
+    assert listed(age="old") == set()
+
+
+def test_the_changelist_does_not_query_per_row(queue, compliance):
+    client = client_for(compliance)
+    url = reverse("admin:queue_app_reviewitem_changelist")
+    make_items(queue, 2)
+    client.get(url)  # warm caches (content types, session)
+    with CaptureQueriesContext(connection) as few:
+        client.get(url)
+    make_items(queue, 40, prefix="more")
+    with CaptureQueriesContext(connection) as many:
+        client.get(url)
+    assert len(many) == len(few)
+
+
+def test_the_decision_changelist_does_not_query_per_row(queue, alice, compliance):
+    client = client_for(compliance)
+    url = reverse("admin:queue_app_decision_changelist")
+    items = make_items(queue, 12)
+    decide(items[0], alice)
+    client.get(url)
+    with CaptureQueriesContext(connection) as few:
+        client.get(url)
+    for item in items[1:]:
+        decide(item, alice)
+    with CaptureQueriesContext(connection) as many:
+        client.get(url)
+    assert len(many) == len(few)

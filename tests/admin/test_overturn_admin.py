@@ -1,0 +1,168 @@
+"""The Overturn form: one new row on success, clear form errors on every refusal."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from queue_app.models import Decision, ReasonCode
+from queue_app.services import overturn_decision, standing_outcome
+from tests.admin.conftest import client_for, decide
+from tests.conftest import make_items, run_in_threads
+
+pytestmark = pytest.mark.django_db
+
+
+def _url(decision: Decision) -> str:
+    return reverse("admin:queue_app_decision_overturn", args=[decision.pk])
+
+
+def _reason(decision: Decision, code: str = "reviewer_error") -> ReasonCode:
+    return ReasonCode.objects.get(queue=decision.queue_id, verdict="overturn", code=code)
+
+
+def _post(client, decision: Decision, **fields):
+    data = {
+        "corrected_verdict": "reject",
+        "reason_code": _reason(decision).pk,
+        "note": "The document was expired on the day of review.",
+        **fields,
+    }
+    return client.post(_url(decision), data)
+
+
+def test_it_records_exactly_one_overturn_and_shows_it_on_the_item(approved, compliance):
+    client = client_for(compliance)
+    response = _post(client, approved)
+    item_url = reverse("admin:queue_app_reviewitem_change", args=[approved.item_id])
+    assert response.status_code == 302
+    assert response["Location"] == item_url
+    overturn = Decision.objects.get(supersedes=approved)
+    assert Decision.objects.count() == 2
+    assert (overturn.verdict, overturn.corrected_verdict) == ("overturn", "reject")
+    assert overturn.reviewer == compliance
+    assert overturn.note == "The document was expired on the day of review."
+    assert standing_outcome(item=approved.item_id) == "reject"
+    page = client.get(item_url).content.decode()
+    assert f"Overturn #{overturn.pk} of decision #{approved.pk}: now reject" in page
+    assert "Standing outcome: <strong>reject</strong>" in page
+
+
+def test_it_refuses_the_author_of_the_decision_with_a_form_error(approved, alice):
+    alice.is_staff = True
+    alice.save()
+    alice.user_permissions.add(
+        Permission.objects.get(codename="can_overturn"),
+        Permission.objects.get(codename="view_decision"),
+    )
+    client = client_for(alice)
+    assert "four eyes" in client.get(_url(approved)).content.decode()
+    response = _post(client, approved)
+    assert response.status_code == 200
+    assert "Four eyes: you cannot overturn a decision you made yourself." in (
+        response.content.decode()
+    )
+    assert Decision.objects.count() == 1
+
+
+def test_it_refuses_an_already_superseded_decision_with_a_form_error(approved, compliance, root):
+    overturn_decision(
+        decision_id=approved.pk,
+        admin=root,
+        corrected_verdict="reject",
+        reason_code="reviewer_error",
+    )
+    client = client_for(compliance)
+    page = client.get(_url(approved)).content.decode()
+    assert "This decision no longer stands" in page
+    response = _post(client, approved, corrected_verdict="approve")
+    assert response.status_code == 200
+    assert "That decision has already been overturned" in response.content.decode()
+    assert Decision.objects.filter(supersedes=approved).count() == 1
+    assert Decision.objects.count() == 2
+
+
+def test_it_refuses_leaving_the_same_verdict_standing(approved, compliance):
+    response = _post(client_for(compliance), approved, corrected_verdict="approve")
+    assert response.status_code == 200
+    assert "The decision already stands as approve." in response.content.decode()
+    assert Decision.objects.count() == 1
+
+
+def test_it_offers_only_active_overturn_reasons_of_the_items_queue(approved, compliance):
+    retired = ReasonCode.objects.create(
+        queue_id=approved.queue_id,
+        verdict="overturn",
+        code="old_policy",
+        label="Old policy",
+        retired_at=timezone.now(),
+    )
+    approve_reason = ReasonCode.objects.get(
+        queue=approved.queue_id, verdict="approve", code="verified"
+    )
+    client = client_for(compliance)
+    page = client.get(_url(approved)).content.decode()
+    assert "reviewer_error" in page
+    assert "old_policy" not in page
+    for reason in (retired, approve_reason):
+        response = _post(client, approved, reason_code=reason.pk)
+        assert response.status_code == 200
+        assert "Select a valid choice" in response.content.decode()
+    assert Decision.objects.count() == 1
+
+
+def test_it_asks_for_a_verdict_and_a_note(approved, compliance):
+    response = _post(client_for(compliance), approved, corrected_verdict="escalate", note="")
+    assert response.status_code == 200
+    errors = response.context["form"].errors
+    assert set(errors) == {"corrected_verdict", "note"}
+    assert Decision.objects.count() == 1
+
+
+def test_an_unknown_decision_is_not_found(compliance):
+    response = client_for(compliance).get(
+        reverse("admin:queue_app_decision_overturn", args=[999999])
+    )
+    assert response.status_code == 404
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_admins_overturning_at_once_get_one_row_and_one_clear_refusal(approved, compliance):
+    second = User.objects.create_user("dana", password="pw-dana", is_staff=True)
+    second.groups.set(compliance.groups.all())
+    reason = _reason(approved).pk
+    clients = []
+    for user in (compliance, second):
+        client = Client()
+        client.force_login(user)
+        clients.append(client)
+
+    def overturn(i: int):
+        response = clients[i].post(
+            _url(approved),
+            {"corrected_verdict": "reject", "reason_code": reason, "note": f"admin {i}"},
+        )
+        return response.status_code, response.content.decode()
+
+    results = run_in_threads(2, overturn)
+    assert sorted(status for status, _ in results) == [200, 302]
+    refused = next(body for status, body in results if status == 200)
+    assert "That decision has already been overturned" in refused
+    assert Decision.objects.filter(supersedes=approved).count() == 1
+
+
+def test_an_escalation_offers_no_overturn_and_a_forced_post_is_a_form_error(
+    queue, alice, compliance
+):
+    (item,) = make_items(queue, 1)
+    escalated = decide(item, alice, verdict="escalate", reason="policy_gap")
+    client = client_for(compliance)
+    page = client.get(reverse("admin:queue_app_decision_change", args=[escalated.pk]))
+    assert b"Overturn this decision" not in page.content
+    response = _post(client, escalated)
+    assert response.status_code == 200
+    assert "An escalation is not overturned" in response.content.decode()
+    assert not Decision.objects.filter(supersedes=escalated).exists()
