@@ -2,7 +2,8 @@
 
 The ledger table has no unique constraint on purpose: if a decision were ever applied twice,
 the second row would be there to count. Environment knobs let the process tests widen the
-window a kill can land in (LEDGER_MAX_SLEEP) and see which decision is in hand (LEDGER_MARKERS).
+window a kill can land in (LEDGER_MAX_SLEEP random, LEDGER_SLEEP fixed) and see which
+decision is in hand (LEDGER_MARKERS).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ def record(decision: Decision) -> dict[str, Any]:
     max_sleep = float(os.environ.get("LEDGER_MAX_SLEEP", "0"))
     if max_sleep:
         time.sleep(random.uniform(0, max_sleep))
+    time.sleep(float(os.environ.get("LEDGER_SLEEP", "0")))
     return {"ledger": True}
 
 

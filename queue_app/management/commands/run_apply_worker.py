@@ -212,8 +212,12 @@ class ApplyWorker:
         if self.listener is None:
             self._sleep(timeout)
             return
-        for _ in self.listener.notifies(timeout=timeout, stop_after=1):
-            pass
+        end = time.monotonic() + timeout
+        # In short slices: a signal does not interrupt psycopg's wait (PEP 475 resumes it), and
+        # SIGTERM must not wait out a long poll interval. A slice costs a select(), no query.
+        while not self.shutdown and (left := end - time.monotonic()) > 0:
+            if any(True for _ in self.listener.notifies(timeout=min(left, 0.25), stop_after=1)):
+                break
         # Decisions committed together sent several notifications; one batch serves them all.
         for _ in self.listener.notifies(timeout=0):
             pass
