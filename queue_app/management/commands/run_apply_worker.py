@@ -19,7 +19,7 @@ from typing import Any
 
 import psycopg
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.db.backends.signals import connection_created
 
 from queue_app import services
@@ -182,12 +182,13 @@ class ApplyWorker:
                 if self.notify and self.listener is None:
                     self.listener = self._listen()
                 self._sweep_if_due()
-                # Keep going while there is work; then wait for news.
-                while not self.shutdown and self._step():
-                    pass
+                worked = self._step()
                 if self.failures:
                     logger.info("database reachable again", extra={"failures": self.failures})
                     self.failures = 0
+                # Keep going while there is work; then wait for news.
+                while worked and not self.shutdown:
+                    worked = self._step()
                 if not self.shutdown:
                     self._wait()
             except Exception as exc:
@@ -249,15 +250,15 @@ class ApplyWorker:
         self.failures += 1
         low, high = RECONNECT_BACKOFF
         delay = min(high, low * 2 ** (self.failures - 1)) * random.uniform(0.5, 1.0)
-        logger.warning(
-            "apply loop failed; reconnecting after backoff",
-            extra={
-                "error": f"{type(exc).__name__}: {exc}"[:500],
-                "failures": self.failures,
-                "retry_in": round(delay, 2),
-            },
-            exc_info=self.failures == 1,
-        )
+        error = f"{type(exc).__name__}: {exc}".strip()[:500]
+        extra = {"error": error, "failures": self.failures, "retry_in": round(delay, 2)}
+        if isinstance(exc, (OperationalError, InterfaceError, psycopg.OperationalError)):
+            # The expected failure (a restart, a failover, a network blip): one line, no trace.
+            logger.warning(
+                "database unavailable; reconnecting in %.1fs: %s", delay, error, extra=extra
+            )
+        else:
+            logger.error("apply loop failed; retrying in %.1fs", delay, extra=extra, exc_info=exc)
         self._close_listener()
         with contextlib.suppress(Exception):  # the socket is gone; Django forgets it anyway
             connection.close()
