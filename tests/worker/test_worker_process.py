@@ -62,7 +62,7 @@ def test_several_workers_share_the_outbox_without_applying_anything_twice(
     for worker in workers:
         wait_until(lambda: "apply worker started" in worker.output(), what="worker start")  # noqa: B023
 
-    decisions = decide(ledger_queue, alice, 300)
+    decisions = decide(ledger_queue, alice, 200)
     wait_until(lambda: _applied() == len(decisions), what="all decisions applied")
     for worker in workers:
         worker.signal(signal.SIGTERM)
