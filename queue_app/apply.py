@@ -158,11 +158,14 @@ def _record_failure(
     )
     row = rows[0]
     extra = {**fields, "attempts": row["attempts"], "error": error}
+    # An EffectError says what went wrong in words; anything else is a bug in a handler, and
+    # its traceback is what the person fixing it needs.
+    exc_info = None if isinstance(exc, effects.EffectError) else exc
     if row["dead"]:
-        logger.error("effect job dead; an operator must retry it", extra=extra)
+        logger.error("effect job dead; an operator must retry it", extra=extra, exc_info=exc_info)
     else:
         extra["next_attempt_at"] = row["next_attempt_at"].isoformat()
-        logger.warning("effect failed; will retry", extra=extra)
+        logger.warning("effect failed; will retry", extra=extra, exc_info=exc_info)
 
 
 def _log_fields(decision: Decision, **more: Any) -> dict[str, Any]:

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
+from django.db.backends.signals import connection_created
 
+from queue_app.management.commands.run_apply_worker import _configure_session
 from queue_app.models import AppliedDecision, EffectJob, ReviewItem
 from tests.conftest import make_items
 from tests.worker.conftest import decide, ledger_counts, wait_until
@@ -146,6 +149,22 @@ def test_it_sweeps_abandoned_items_on_its_cadence(queue, spawn_worker):
 
     worker.signal(signal.SIGTERM)
     assert worker.wait() == 0
+
+
+def test_its_connections_carry_statement_and_idle_transaction_timeouts():
+    connection_created.connect(_configure_session)
+    try:
+        connection.close()
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT current_setting('statement_timeout'), "
+                "current_setting('idle_in_transaction_session_timeout'), "
+                "current_setting('application_name')"
+            )
+            assert cursor.fetchone() == ("30s", "1min", "review-console-apply-worker")
+    finally:
+        connection_created.disconnect(_configure_session)
+        connection.close()
 
 
 @pytest.mark.parametrize(

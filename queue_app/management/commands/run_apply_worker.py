@@ -235,7 +235,8 @@ class ApplyWorker:
         # Django's cursor class and adapters are for its own connection; this one only listens.
         for key in ("cursor_factory", "context", "prepare_threshold"):
             params.pop(key, None)
-        listener = psycopg.connect(**params, autocommit=True, application_name="apply-listen")
+        params["application_name"] = "review-console-apply-listen"
+        listener = psycopg.connect(**params, autocommit=True)
         listener.execute(f"LISTEN {CHANNEL}")
         return listener
 
