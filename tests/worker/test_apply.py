@@ -172,3 +172,23 @@ def test_an_overturn_is_applied_with_supersedes_and_corrected_verdict(queue, ali
     assert event["supersedes"] == original.pk
     assert event["corrected_verdict"] == "reject"
     assert event["standing_verdict"] == "reject"
+
+
+def test_it_resolves_a_dotted_path_to_a_callable():
+    from tests.worker import ledger
+
+    assert effects.resolve(LEDGER_EFFECT) is ledger.record
+    assert effects.resolve("log") is effects.log
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("tests.worker.ledger.LEDGER_TABLE", "is not callable"),
+        ("tests.worker.no_such_module.record", "cannot be imported"),
+        ("webhooks", "Unknown effect"),
+    ],
+)
+def test_it_refuses_an_effect_it_cannot_run(name, words):
+    with pytest.raises(effects.PermanentEffectError, match=words):
+        effects.resolve(name)

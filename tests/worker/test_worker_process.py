@@ -82,7 +82,7 @@ def test_sigterm_finishes_the_decision_in_hand_and_exits_zero(
     decisions = decide(ledger_queue, alice, 5)
     markers = tmp_path / "markers"
     markers.mkdir()
-    env = worker_env(LEDGER_SLEEP="1.5", LEDGER_MARKERS=str(markers))
+    env = worker_env(LEDGER_SLEEP="2.5", LEDGER_MARKERS=str(markers))
     worker = spawn_worker("--batch-size", "10", *FAST, env=env)
     wait_until(lambda: list(markers.iterdir()), what="a decision in hand")
 
@@ -181,3 +181,13 @@ def test_its_connections_carry_statement_and_idle_transaction_timeouts():
 def test_it_refuses_options_out_of_bounds(args):
     with pytest.raises(CommandError):
         call_command("run_apply_worker", "--once", *args)
+
+
+def test_once_without_a_database_says_so_without_a_traceback(spawn_worker, worker_env, tmp_path):
+    env = worker_env({"HOST": str(tmp_path), "USER": "postgres", "NAME": "nowhere"})
+    worker = spawn_worker("--once", env=env)
+
+    assert worker.wait() == 1
+    output = worker.output()
+    assert "Stopped on a database error; due decisions stay due" in output
+    assert "Traceback" not in output
