@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import random
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -39,3 +40,18 @@ def failing(decision: Decision) -> None:
     """Write a ledger row, then fail: the row must roll back with the attempt."""
     record(decision)
     raise RuntimeError(f"ledger unavailable for decision {decision.pk}")
+
+
+# In-process concurrency tests: the thread named "holder" stops inside its first decision
+# (its transaction and row locks open) until the test opens the gate.
+HOLDER_INSIDE = threading.Event()
+HOLDER_GATE = threading.Event()
+
+
+def gated(decision: Decision) -> dict[str, Any]:
+    """Record the decision; in the "holder" thread, first wait for the gate to open."""
+    if threading.current_thread().name == "holder":
+        HOLDER_INSIDE.set()
+        if not HOLDER_GATE.wait(60):
+            raise TimeoutError("the test never opened the gate")
+    return record(decision)
