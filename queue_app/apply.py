@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from django.db import connection, transaction
@@ -132,7 +133,11 @@ def _apply_one_in_batch(decision: Decision, *, attempts: int, policy: RetryPolic
             raise
         _record_failure(decision, exc, failures=attempts + 1, policy=policy, fields=fields)
         return False
-    logger.info("decision applied", extra={**fields, **_scalar(result or {})})
+    # Logged once the batch commits: a crash before then rolls the apply back, and the log
+    # must not claim otherwise. (A callback from a rolled-back savepoint is discarded.)
+    transaction.on_commit(
+        partial(logger.info, "decision applied", extra={**fields, **_scalar(result or {})})
+    )
     return True
 
 
@@ -162,10 +167,11 @@ def _record_failure(
     # its traceback is what the person fixing it needs.
     exc_info = None if isinstance(exc, effects.EffectError) else exc
     if row["dead"]:
-        logger.error("effect job dead; an operator must retry it", extra=extra, exc_info=exc_info)
+        log = partial(logger.error, "effect job dead; an operator must retry it")
     else:
         extra["next_attempt_at"] = row["next_attempt_at"].isoformat()
-        logger.warning("effect failed; will retry", extra=extra, exc_info=exc_info)
+        log = partial(logger.warning, "effect failed; will retry")
+    transaction.on_commit(partial(log, extra=extra, exc_info=exc_info))
 
 
 def _log_fields(decision: Decision, **more: Any) -> dict[str, Any]:
