@@ -31,7 +31,7 @@ from queue_app.services import create_item
 
 logger = logging.getLogger("queue_app.apply")
 
-Handler = Callable[[Decision], "dict[str, Any] | None"]
+Handler = Callable[[Decision], dict[str, Any] | None]
 
 SIGNATURE_HEADER = "X-Review-Signature"
 # Short on purpose: the handler runs inside an open transaction holding the job's row lock.
