@@ -224,3 +224,51 @@ SELECT id, chain_seq, chain_hash, expected
 """
 
 COUNT_DECISIONS = "SELECT count(*) FROM queue_app_decision"
+
+# -- apply worker --------------------------------------------------------------------------------
+# The outbox drain (queue_app/apply.py). A job is due when it is neither done nor dead and its
+# next attempt time has come; the partial index effectjob_due holds exactly those rows.
+
+# Claim up to %(limit)s due effect jobs, oldest due first, and hold their row locks until the
+# caller's transaction ends. SKIP LOCKED: a job another worker (on this machine or another) is
+# applying right now is walked past, not waited on and not taken twice. The lock, not a flag,
+# is the claim: a worker that dies releases it with its connection, so nothing needs sweeping.
+CLAIM_DUE_EFFECT_JOBS = """
+SELECT decision_id, attempts
+  FROM queue_app_effectjob
+ WHERE done_at IS NULL AND NOT dead AND next_attempt_at <= now()
+ ORDER BY next_attempt_at
+ LIMIT %(limit)s
+   FOR UPDATE SKIP LOCKED
+"""
+
+# Record that a decision's effect is being carried out, in the same transaction as the effect.
+# Returns a row only for the first applier: a second attempt (a job whose done mark was lost)
+# gets nothing back and must not run the effect again. applied_at is the wall clock, not the
+# transaction start, so lag measurements inside a batch are honest.
+INSERT_APPLIED_DECISION = """
+INSERT INTO queue_app_applieddecision (decision_id, applied_at, outcome)
+VALUES (%(decision_id)s, clock_timestamp(), %(outcome)s::jsonb)
+ON CONFLICT (decision_id) DO NOTHING
+RETURNING decision_id
+"""
+
+# Close a job in the transaction that applied it (or found it applied already).
+MARK_EFFECT_JOB_DONE = """
+UPDATE queue_app_effectjob
+   SET done_at = now(), attempts = attempts + 1
+ WHERE decision_id = %(decision_id)s AND done_at IS NULL
+"""
+
+# Record a failed attempt: count it, keep the error, and either schedule the next attempt after
+# %(delay)s or, past the maximum (or for a failure retrying cannot fix), mark it dead so it
+# leaves the due index and waits for an operator.
+RECORD_EFFECT_JOB_FAILURE = """
+UPDATE queue_app_effectjob
+   SET attempts = attempts + 1,
+       last_error = %(error)s,
+       dead = %(permanent)s OR attempts + 1 >= %(max_attempts)s,
+       next_attempt_at = now() + %(delay)s
+ WHERE decision_id = %(decision_id)s AND done_at IS NULL
+RETURNING attempts, dead, next_attempt_at
+"""

@@ -1,0 +1,194 @@
+"""Carry decisions out exactly once: the services behind ``manage.py run_apply_worker``.
+
+One batch is one transaction. It claims due effect jobs with FOR UPDATE SKIP LOCKED (the row
+locks are the claim: other workers walk past them, and a worker that dies releases them with
+its connection). Each decision then runs in its own savepoint:
+
+    insert AppliedDecision ON CONFLICT DO NOTHING RETURNING
+    -> only if a row came back, run the effect handler
+    -> mark the job done
+
+so the proof, the effect's database writes and the done mark commit together or not at all.
+A handler that raises rolls back its own savepoint only; the failure (attempts + 1, the error,
+the next attempt after exponential backoff with jitter, or dead past the maximum) is recorded
+in the batch and the rest of the batch carries on. A crash anywhere rolls back the uncommitted
+batch, whose jobs are then due again: applied once, never twice.
+
+With batch_size=1 this is one transaction per decision. Larger batches share one commit (the
+throughput figures in bench/quick_apply.py); a time budget ends a batch early so slow handlers
+(webhooks) never hold a transaction open for long.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from functools import partial
+from typing import Any
+
+from django.db import connection, transaction
+
+from queue_app import effects, sql
+from queue_app.errors import InvalidBounds
+from queue_app.jsonutil import exact_dumps
+from queue_app.managers import fetch_dicts
+from queue_app.models import Decision
+
+logger = logging.getLogger("queue_app.apply")
+
+BATCH_SIZE_RANGE = (1, 500)
+MAX_ATTEMPTS_RANGE = (1, 100)
+ERROR_MAX_LENGTH = 2000
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How failed effects are retried: up to max_attempts, waiting base * 2^n (jittered)."""
+
+    max_attempts: int = 10
+    backoff_base: float = 2.0
+    backoff_cap: float = 3600.0
+
+    def __post_init__(self) -> None:
+        low, high = MAX_ATTEMPTS_RANGE
+        if not low <= self.max_attempts <= high:
+            raise InvalidBounds(f"max attempts must be between {low} and {high}")
+        if not 0 < self.backoff_base <= self.backoff_cap:
+            raise InvalidBounds("backoff base must be positive and at most the cap")
+
+    def delay(self, failures: int) -> timedelta:
+        """Return the wait after the n-th failure: exponential, with jitter in [50%, 100%]."""
+        # Jitter spreads out jobs that failed together (a receiver outage), so they do not all
+        # come back at once; keeping at least half the step keeps the delays growing.
+        ceiling = min(self.backoff_cap, self.backoff_base * 2 ** max(failures - 1, 0))
+        return timedelta(seconds=ceiling * random.uniform(0.5, 1.0))
+
+
+def apply_batch(
+    *,
+    batch_size: int = 10,
+    policy: RetryPolicy | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
+    time_budget: float = 5.0,
+) -> int:
+    """Apply up to batch_size due decisions in one transaction; return how many were attempted."""
+    low, high = BATCH_SIZE_RANGE
+    if not low <= batch_size <= high:
+        raise InvalidBounds(f"batch size must be between {low} and {high}")
+    policy = policy or RetryPolicy()
+    deadline = time.monotonic() + time_budget
+    attempted = 0
+    with transaction.atomic():
+        jobs = fetch_dicts(sql.CLAIM_DUE_EFFECT_JOBS, {"limit": batch_size})
+        if not jobs:
+            return 0
+        decisions = Decision.objects.select_related(
+            "item", "queue", "queue__escalation_queue", "reason_code"
+        ).in_bulk([job["decision_id"] for job in jobs])
+        for job in jobs:
+            # Jobs not reached stay due: their locks go with this transaction's commit and the
+            # next batch (ours or another worker's) takes them.
+            if should_stop() or (attempted and time.monotonic() > deadline):
+                break
+            decision = decisions[job["decision_id"]]
+            logger.info("effect job claimed", extra=_log_fields(decision, attempts=job["attempts"]))
+            _apply_one_in_batch(decision, attempts=job["attempts"], policy=policy)
+            attempted += 1
+    return attempted
+
+
+def apply_one(*, policy: RetryPolicy | None = None) -> bool:
+    """Apply the next due decision in its own transaction; return whether there was one."""
+    return apply_batch(batch_size=1, policy=policy) == 1
+
+
+def _apply_one_in_batch(decision: Decision, *, attempts: int, policy: RetryPolicy) -> bool:
+    effect = effects.effect_name(decision)
+    fields = _log_fields(decision, effect=effect)
+    try:
+        with transaction.atomic():
+            first = fetch_dicts(
+                sql.INSERT_APPLIED_DECISION,
+                {
+                    "decision_id": decision.pk,
+                    # What was carried out, fixed before the handler runs: the row is
+                    # append-only, so nothing the handler returns can be added afterwards.
+                    "outcome": exact_dumps(
+                        {"effect": effect, "standing_verdict": decision.standing_verdict}
+                    ),
+                },
+            )
+            # No row back: an earlier attempt applied it but its done mark is missing. Finish
+            # the bookkeeping, never the effect.
+            result = effects.resolve(effect)(decision) if first else {"already_applied": True}
+            fetch_dicts(sql.MARK_EFFECT_JOB_DONE, {"decision_id": decision.pk})
+    except Exception as exc:
+        if connection.needs_rollback or not connection.is_usable():
+            # The savepoint could not be rolled back (the connection is gone): the whole batch
+            # is lost and will be retried; the caller reconnects.
+            raise
+        _record_failure(decision, exc, failures=attempts + 1, policy=policy, fields=fields)
+        return False
+    # Logged once the batch commits: a crash before then rolls the apply back, and the log
+    # must not claim otherwise. (A callback from a rolled-back savepoint is discarded.)
+    transaction.on_commit(
+        partial(logger.info, "decision applied", extra={**fields, **_scalar(result or {})})
+    )
+    return True
+
+
+def _record_failure(
+    decision: Decision,
+    exc: Exception,
+    *,
+    failures: int,
+    policy: RetryPolicy,
+    fields: dict[str, Any],
+) -> None:
+    permanent = isinstance(exc, effects.PermanentEffectError)
+    error = f"{type(exc).__name__}: {exc}"[:ERROR_MAX_LENGTH]
+    rows = fetch_dicts(
+        sql.RECORD_EFFECT_JOB_FAILURE,
+        {
+            "decision_id": decision.pk,
+            "error": error,
+            "permanent": permanent,
+            "max_attempts": policy.max_attempts,
+            "delay": policy.delay(failures),
+        },
+    )
+    row = rows[0]
+    extra = {**fields, "attempts": row["attempts"], "error": error}
+    # An EffectError says what went wrong in words; anything else is a bug in a handler, and
+    # its traceback is what the person fixing it needs.
+    exc_info = None if isinstance(exc, effects.EffectError) else exc
+    if row["dead"]:
+        log = partial(logger.error, "effect job dead; an operator must retry it")
+    else:
+        extra["next_attempt_at"] = row["next_attempt_at"].isoformat()
+        log = partial(logger.warning, "effect failed; will retry")
+    transaction.on_commit(partial(log, extra=extra, exc_info=exc_info))
+
+
+def _log_fields(decision: Decision, **more: Any) -> dict[str, Any]:
+    return {
+        "decision_id": decision.pk,
+        "item_id": decision.item_id,
+        "queue": decision.queue.slug,
+        "trace_id": str(decision.item.trace_id),
+        "verdict": decision.verdict,
+        **more,
+    }
+
+
+def _scalar(result: dict[str, Any]) -> dict[str, Any]:
+    # Log records cannot take arbitrary objects, and must not clobber LogRecord attributes.
+    return {
+        f"effect_{key}": value
+        for key, value in result.items()
+        if isinstance(value, (str, int, float, bool))
+    }
