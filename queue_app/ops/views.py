@@ -42,7 +42,7 @@ def _require_staff(request: HttpRequest) -> None:
 def human_duration(value: timedelta | None) -> str:
     """Return a duration the way an operator says it: 38s, 4m 12s, 2h 03m, 3d 4h."""
     if value is None:
-        return "–"
+        return "n/a"
     seconds = int(value.total_seconds())
     if seconds < 60:
         return f"{max(seconds, 0)}s"
