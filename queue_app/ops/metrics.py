@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import timedelta
 
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
 from queue_app.ops.figures import OpsSnapshot, read_snapshot
@@ -110,8 +111,10 @@ def _secs(value: timedelta | None) -> float:
     return value.total_seconds() if value is not None else 0.0
 
 
-def exposition(snapshot: OpsSnapshot | None = None) -> bytes:
-    """Return the Prometheus text exposition of the current figures."""
+def exposition(*, accept: str = "", snapshot: OpsSnapshot | None = None) -> tuple[bytes, str]:
+    """Return the current figures encoded for the scraper's Accept header, and its media type."""
+    # Prometheus text format by default; OpenMetrics when the scraper asks for it.
+    encoder, content_type = choose_encoder(accept)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SnapshotCollector(snapshot or read_snapshot()))
-    return generate_latest(registry)
+    return encoder(registry), content_type

@@ -16,7 +16,6 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
-from prometheus_client import CONTENT_TYPE_LATEST
 
 from queue_app.ops.charts import Bar, bar_chart, share_bar
 from queue_app.ops.figures import (
@@ -148,7 +147,8 @@ def metrics(request: HttpRequest) -> HttpResponse:
         response = HttpResponse("A valid bearer token is required.\n", status=401)
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
-    return HttpResponse(exposition(), content_type=CONTENT_TYPE_LATEST)
+    body, content_type = exposition(accept=request.headers.get("Accept", ""))
+    return HttpResponse(body, content_type=content_type)
 
 
 @never_cache
