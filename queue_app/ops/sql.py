@@ -38,7 +38,8 @@ SELECT queue_id, bucket,
 """
 
 # Decisions per hour over the last %(hours)s hours, every queue times every hour (zeros
-# included, so a chart never has gaps). Reviewer verdicts only: overturns are corrections,
+# included, so a chart never has gaps). Every window over decisions starts at the same hour
+# boundary, so the figures on one page add up. Reviewer verdicts only: overturns are corrections,
 # not throughput.
 DECISIONS_PER_HOUR = """
 WITH hours AS (
@@ -79,7 +80,7 @@ SELECT d.queue_id,
          ORDER BY e.at DESC
          LIMIT 1
        ) AS c
- WHERE d.created_at >= now() - make_interval(hours => %(hours)s)
+ WHERE d.created_at >= date_trunc('hour', now()) - make_interval(hours => %(hours)s - 1)
    AND d.verdict <> 'overturn'
  GROUP BY d.queue_id
 """
@@ -91,7 +92,7 @@ SELECT d.queue_id, d.verdict, r.code, r.label, count(*) AS decisions,
        count(*)::float8 / sum(count(*)) OVER (PARTITION BY d.queue_id, d.verdict) AS share
   FROM queue_app_decision AS d
   JOIN queue_app_reasoncode AS r ON r.id = d.reason_code_id
- WHERE d.created_at >= now() - make_interval(hours => %(hours)s)
+ WHERE d.created_at >= date_trunc('hour', now()) - make_interval(hours => %(hours)s - 1)
  GROUP BY d.queue_id, d.verdict, r.code, r.label
  ORDER BY d.queue_id, d.verdict, decisions DESC, r.code
 """

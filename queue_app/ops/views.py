@@ -47,10 +47,10 @@ def human_duration(value: timedelta | None) -> str:
         return f"{max(seconds, 0)}s"
     minutes, seconds = divmod(seconds, 60)
     if minutes < 60:
-        return f"{minutes}m {seconds:02d}s"
+        return f"{minutes}m {seconds:02d}s" if seconds else f"{minutes}m"
     hours, minutes = divmod(minutes, 60)
     if hours < 48:
-        return f"{hours}h {minutes:02d}m"
+        return f"{hours}h {minutes:02d}m" if minutes else f"{hours}h"
     days, hours = divmod(hours, 24)
     return f"{days}d {hours}h"
 

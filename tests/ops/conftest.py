@@ -64,23 +64,32 @@ def decide_after(
 
 
 def backdate_decision(decision: Decision, *, seconds: int) -> None:
-    """Move a decision (and its effect job) seconds into the past.
+    """Move a decision, its effect job and its item's history seconds into the past.
 
-    Decisions are append-only and the trigger refuses this UPDATE; replica mode turns user
-    triggers off for this one transaction-local statement, the only honest way to make a
+    Decisions and item events are append-only and their triggers refuse this UPDATE; replica
+    mode turns user triggers off for this one transaction, the only honest way to make a
     decision look old without waiting for it. Test-only: the application never does this.
     """
+    shift = "make_interval(secs => %s)"
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL session_replication_role = replica")
         cursor.execute(
-            "UPDATE queue_app_decision SET created_at = created_at - make_interval(secs => %s) "
-            "WHERE id = %s",
+            f"UPDATE queue_app_decision SET created_at = created_at - {shift} WHERE id = %s",
             [seconds, decision.pk],
         )
         cursor.execute(
-            "UPDATE queue_app_effectjob SET created_at = created_at - make_interval(secs => %s) "
+            f"UPDATE queue_app_effectjob SET created_at = created_at - {shift} "
             "WHERE decision_id = %s",
             [seconds, decision.pk],
+        )
+        cursor.execute(
+            f"UPDATE queue_app_itemevent SET at = at - {shift} WHERE item_id = %s",
+            [seconds, decision.item_id],
+        )
+        cursor.execute(
+            f"UPDATE queue_app_reviewitem SET decided_at = decided_at - {shift}, "
+            f"created_at = created_at - {shift} WHERE id = %s",
+            [seconds, seconds, decision.item_id],
         )
         cursor.execute("SET LOCAL session_replication_role = origin")
 

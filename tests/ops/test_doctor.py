@@ -184,13 +184,23 @@ class HeldTransaction:
         self.release.set()
 
 
-def wait_until(predicate, *, what: str) -> None:
-    # Synchronisation, not a timing assertion: poll until the other connection has got there.
-    for _ in range(300):
+def wait_until(predicate, *, what: str, threads: tuple[HeldTransaction, ...] = ()) -> None:
+    # Synchronisation, not a timing assertion: poll until the other connection has got there
+    # (generously: the machine is shared and sometimes very busy).
+    for _ in range(1200):
+        for held in threads:
+            if held.error is not None:
+                raise held.error
         if predicate():
             return
         time.sleep(0.05)
-    raise AssertionError(f"gave up waiting for {what}")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid, state, wait_event_type, wait_event, left(query, 80) FROM pg_stat_activity"
+            " WHERE datname = current_database()"
+        )
+        activity = cursor.fetchall()
+    raise AssertionError(f"gave up waiting for {what}; activity: {activity}")
 
 
 def lock_state(pid: int) -> str | None:
@@ -216,7 +226,9 @@ def test_it_detects_a_long_transaction_holding_a_row_lock(queue):
     [item] = make_items(queue, 1)
 
     with HeldTransaction(LOCK_ITEM, [item.pk]) as holder:
-        wait_until(lambda: idle_in_transaction(holder.pid), what="the lock to be taken")
+        wait_until(
+            lambda: idle_in_transaction(holder.pid), what="the lock to be taken", threads=(holder,)
+        )
         # Any open transaction counts as long with a zero threshold: no waiting in the test.
         result = results(Thresholds(long_transaction=timedelta(0)))["LOCK_CONTENTION"]
     holder.thread.join(timeout=30)
@@ -233,9 +245,15 @@ def test_it_detects_a_claim_waiting_on_a_held_lock(queue):
     [item] = make_items(queue, 1)
 
     with HeldTransaction(LOCK_ITEM, [item.pk]) as holder:
-        wait_until(lambda: idle_in_transaction(holder.pid), what="the lock to be taken")
+        wait_until(
+            lambda: idle_in_transaction(holder.pid), what="the lock to be taken", threads=(holder,)
+        )
         with HeldTransaction(TOUCH_ITEM, [item.pk]) as waiter:
-            wait_until(lambda: lock_state(waiter.pid) == "Lock", what="the waiter to block")
+            wait_until(
+                lambda: lock_state(waiter.pid) == "Lock",
+                what="the waiter to block",
+                threads=(holder, waiter),
+            )
             # Long transactions are tolerated here (an hour): only the wait is reported.
             result = results(
                 Thresholds(long_transaction=timedelta(hours=1), lock_wait=timedelta(0))
@@ -254,7 +272,9 @@ def test_it_passes_lock_contention_once_the_transaction_ends(queue):
     [item] = make_items(queue, 1)
 
     with HeldTransaction(LOCK_ITEM, [item.pk]) as holder:
-        wait_until(lambda: idle_in_transaction(holder.pid), what="the lock to be taken")
+        wait_until(
+            lambda: idle_in_transaction(holder.pid), what="the lock to be taken", threads=(holder,)
+        )
     holder.thread.join(timeout=30)
 
     assert results(Thresholds(long_transaction=timedelta(0)))["LOCK_CONTENTION"].ok
