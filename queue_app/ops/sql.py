@@ -98,19 +98,28 @@ SELECT d.queue_id, d.verdict, r.code, r.label, count(*) AS decisions,
 """
 
 # Decisions a person made that the system has not carried out yet, per queue: every effect job
-# not done and with no AppliedDecision row (either proves it applied). The live half is read
-# through effectjob_due; dead jobs are few by nature but have no index of their own.
-# Ages come from the decision itself, the fact, not from the job's retry bookkeeping.
+# not done and with no AppliedDecision row (either proves it applied). Two halves so each can
+# use an index: live jobs carry effectjob_due's predicate; dead jobs are few but have no index
+# of their own yet (README, Operations: proposed). Ages come from the decision itself, the
+# fact, not from the job's retry bookkeeping.
 APPLY_STATE = """
+WITH open_jobs AS (
+    SELECT decision_id, queue_id, false AS dead
+      FROM queue_app_effectjob
+     WHERE done_at IS NULL AND dead = false
+    UNION ALL
+    SELECT decision_id, queue_id, true
+      FROM queue_app_effectjob
+     WHERE done_at IS NULL AND dead = true
+)
 SELECT j.queue_id,
        count(*) AS unapplied,
        count(*) FILTER (WHERE d.created_at < now() - %(overdue_after)s) AS overdue,
        extract(epoch FROM now() - min(d.created_at)) AS oldest_age_seconds,
        count(*) FILTER (WHERE j.dead) AS dead
-  FROM queue_app_effectjob AS j
+  FROM open_jobs AS j
   JOIN queue_app_decision AS d ON d.id = j.decision_id
- WHERE j.done_at IS NULL
-   AND NOT EXISTS (SELECT 1 FROM queue_app_applieddecision AS a WHERE a.decision_id = j.decision_id)
+ WHERE NOT EXISTS (SELECT 1 FROM queue_app_applieddecision AS a WHERE a.decision_id = j.decision_id)
  GROUP BY j.queue_id
 """
 
@@ -122,7 +131,7 @@ SELECT j.decision_id, j.queue_id, q.slug AS queue, d.item_id, d.verdict, j.attem
   FROM queue_app_effectjob AS j
   JOIN queue_app_decision AS d ON d.id = j.decision_id
   JOIN queue_app_queue AS q ON q.id = j.queue_id
- WHERE j.dead AND j.done_at IS NULL
+ WHERE j.dead = true AND j.done_at IS NULL
  ORDER BY j.decision_id DESC
  LIMIT %(limit)s
 """

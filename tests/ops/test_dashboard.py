@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from datetime import timedelta
 
 import pytest
 from django.urls import reverse
 
 from queue_app.models import EffectJob
+from queue_app.ops.views import human_duration
 from queue_app.services import claim_next
 from tests.conftest import make_items
 from tests.ops.conftest import age_item, backdate_decision, decide_after, mark_dead
@@ -165,3 +167,12 @@ def test_it_explains_a_retry_of_a_job_that_is_not_dead(client, operator, queue, 
 
     assert response.status_code == 200
     assert b"has no dead effect job" in response.content
+
+
+@pytest.mark.parametrize(
+    ("seconds", "said"),
+    [(None, "n/a"), (38, "38s"), (252, "4m 12s"), (600, "10m"), (7380, "2h 03m"), (7200, "2h"),
+     (3 * 86400 + 4 * 3600 + 59, "3d 4h")],
+)  # fmt: skip
+def test_it_says_durations_the_way_an_operator_does(seconds, said):
+    assert human_duration(None if seconds is None else timedelta(seconds=seconds)) == said

@@ -5,10 +5,13 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from prometheus_client.openmetrics.parser import (
+    text_string_to_metric_families as openmetrics_families,
+)
 from prometheus_client.parser import text_string_to_metric_families
 
 from queue_app.services import claim_next
-from tests.conftest import make_items
+from tests.conftest import make_items, make_queue
 from tests.ops.conftest import age_item, backdate_decision, decide_after, mark_dead
 
 pytestmark = pytest.mark.django_db
@@ -89,8 +92,6 @@ def test_it_exposes_apply_lag_overdue_and_dead_jobs(client, queue, alice):
 
 
 def test_it_costs_the_same_few_queries_whatever_the_number_of_queues(client, queue, alice):
-    from tests.conftest import make_queue
-
     make_items(queue, 3)
     with CaptureQueriesContext(connection) as few:
         client.get("/metrics")
@@ -115,3 +116,14 @@ def test_it_requires_the_bearer_token_when_one_is_configured(client, settings, q
     assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
     samples = scrape(client, HTTP_AUTHORIZATION="Bearer s3cret-scrape-token")
     assert value(samples, "items_pending", queue="kyc") == 0
+
+
+def test_it_speaks_openmetrics_when_the_scraper_asks(client, queue):
+    response = client.get("/metrics", HTTP_ACCEPT="application/openmetrics-text; version=1.0.0")
+
+    assert response["Content-Type"].startswith("application/openmetrics-text")
+    families = {f.name: f for f in openmetrics_families(response.content.decode())}
+    [sample] = [
+        s for s in families["reviewconsole_items_pending"].samples if s.labels["queue"] == "kyc"
+    ]
+    assert sample.value == 0
