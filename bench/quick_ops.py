@@ -25,7 +25,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewconsole.settings")
 
+import warnings
+
 import django
+
+# WhiteNoise warns when collectstatic has not run; the bench serves no static files.
+warnings.filterwarnings("ignore", message="No directory at")
 
 django.setup()
 

@@ -14,7 +14,12 @@ from typing import Any
 
 from queue_app.managers import fetch_dicts
 from queue_app.ops import sql
-from queue_app.ops.figures import LEASE_LEAK_RATIO, read_snapshot, unapplied_alert_after
+from queue_app.ops.figures import (
+    LEASE_LEAK_RATIO,
+    QueueFigures,
+    read_open_work,
+    unapplied_alert_after,
+)
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,7 @@ def check_double_lease(t: Thresholds) -> CheckResult:
     )
 
 
-def check_lease_leak(t: Thresholds, figures: list[Any]) -> CheckResult:
+def check_lease_leak(t: Thresholds, figures: list[QueueFigures]) -> CheckResult:
     """LEASE_LEAK: no queue has its leased items near the max-in-flight ceiling."""
     near = [
         {
@@ -86,7 +91,7 @@ def check_lease_leak(t: Thresholds, figures: list[Any]) -> CheckResult:
     )
 
 
-def check_starvation(t: Thresholds, figures: list[Any]) -> CheckResult:
+def check_starvation(t: Thresholds, figures: list[QueueFigures]) -> CheckResult:
     """STARVATION: no pending item waits past the threshold while reviewers are working."""
     stale = [
         {"queue": f.slug, "oldest_pending_seconds": f.oldest_pending_age.total_seconds()}
@@ -148,7 +153,7 @@ def check_lock_contention(t: Thresholds) -> CheckResult:
     )
 
 
-def check_unapplied(t: Thresholds, figures: list[Any]) -> CheckResult:
+def check_unapplied(t: Thresholds, figures: list[QueueFigures]) -> CheckResult:
     """UNAPPLIED: every decision older than the alert threshold has been carried out."""
     threshold = t.unapplied if t.unapplied is not None else unapplied_alert_after()
     slugs = {f.id: f.slug for f in figures}
@@ -200,7 +205,7 @@ def check_bloat(t: Thresholds) -> CheckResult:
 def run_checks(thresholds: Thresholds | None = None) -> list[CheckResult]:
     """Run every named check, in a fixed order, and return their results."""
     t = thresholds or Thresholds()
-    figures = read_snapshot().queues
+    figures = read_open_work()
     checks: list[Callable[[], CheckResult]] = [
         lambda: check_double_lease(t),
         lambda: check_lease_leak(t, figures),

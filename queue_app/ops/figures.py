@@ -126,9 +126,7 @@ def _seconds(value: float | None) -> timedelta | None:
     return None if value is None else timedelta(seconds=float(value))
 
 
-def read_snapshot(*, window_hours: int = WINDOW_HOURS) -> OpsSnapshot:
-    """Read every operator figure for every queue (seven statements, whatever the sizes)."""
-    alert_after = unapplied_alert_after()
+def _read_open_work() -> dict[int, QueueFigures]:
     queues = {
         q.id: QueueFigures(
             id=q.id,
@@ -153,6 +151,18 @@ def read_snapshot(*, window_hours: int = WINDOW_HOURS) -> OpsSnapshot:
             figures.oldest_pending_age is None or age > figures.oldest_pending_age
         ):
             figures.oldest_pending_age = age
+    return queues
+
+
+def read_open_work() -> list[QueueFigures]:
+    """Read only the open-work figures (counts, oldest pending, histogram): two statements."""
+    return list(_read_open_work().values())
+
+
+def read_snapshot(*, window_hours: int = WINDOW_HOURS) -> OpsSnapshot:
+    """Read every operator figure for every queue (seven statements, whatever the sizes)."""
+    alert_after = unapplied_alert_after()
+    queues = _read_open_work()
 
     hourly: dict[int, list[tuple[datetime, int]]] = defaultdict(list)
     for row in fetch_dicts(sql.DECISIONS_PER_HOUR, {"hours": window_hours}):
