@@ -6,6 +6,7 @@ it, refreshed by hand when the page changes (tests never write into docs/).
 
 from __future__ import annotations
 
+import io
 import random
 from datetime import timedelta
 
@@ -38,7 +39,7 @@ REASONS = {
 
 def make_demo_traffic() -> None:
     """A day of reviewing on top of seed_demo: decisions, abandoned leases, a stuck outbox."""
-    call_command("seed_demo", items=120, stdout=open("/dev/null", "w"))  # noqa: SIM115
+    call_command("seed_demo", items=120, stdout=io.StringIO())
     rng = random.Random(7)
     people = list(User.objects.filter(username__in=["alice", "bob", "carol"]).order_by("pk"))
     for slug, per_hour in (("kyc", (1, 5)), ("reconciliation", (0, 3))):
