@@ -120,6 +120,11 @@ CSRF_COOKIE_SECURE = env("SECURE_COOKIES")
 REVIEW_LOCK_TIMEOUT_MS = env.int("REVIEW_LOCK_TIMEOUT_MS", default=2000)
 REVIEW_STATEMENT_TIMEOUT_MS = env.int("REVIEW_STATEMENT_TIMEOUT_MS", default=5000)
 
+# Operations (/ops/, /metrics, doctor): a decision not applied this long after it was made is
+# an alarm; /metrics wants "Authorization: Bearer <METRICS_TOKEN>" when the token is set.
+UNAPPLIED_ALERT_MINUTES = env.int("UNAPPLIED_ALERT_MINUTES", default=5)
+METRICS_TOKEN = env("METRICS_TOKEN", default="")
+
 from reviewconsole.logging_config import build_logging  # noqa: E402
 
 LOGGING = build_logging(debug=DEBUG, json_logs=env.bool("JSON_LOGS", default=not DEBUG))

@@ -1,0 +1,217 @@
+"""Named health checks for the failure modes a review queue is known for.
+
+Each check reads the database (and PostgreSQL's own statistics) and returns a CheckResult:
+a name operators can search for, pass or fail, a one-line summary and the rows that explain
+it. `manage.py doctor` prints them and exits non-zero if any failed, for cron and monitors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from queue_app.managers import fetch_dicts
+from queue_app.ops import sql
+from queue_app.ops.figures import (
+    LEASE_LEAK_RATIO,
+    QueueFigures,
+    read_open_work,
+    unapplied_alert_after,
+)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When each check starts failing; the defaults suit a production queue."""
+
+    starvation: timedelta = timedelta(minutes=60)
+    # "Reviewers are active" means a live lease now or a decision this recently.
+    active_within: timedelta = timedelta(minutes=15)
+    long_transaction: timedelta = timedelta(seconds=60)
+    lock_wait: timedelta = timedelta(seconds=5)
+    unapplied: timedelta | None = None  # None: settings.UNAPPLIED_ALERT_MINUTES
+    bloat_min_dead: int = 10_000
+    bloat_dead_ratio: float = 0.3
+
+
+@dataclass
+class CheckResult:
+    name: str
+    ok: bool
+    summary: str
+    details: list[dict[str, Any]] = field(default_factory=list)
+    advice: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def check_double_lease(t: Thresholds) -> CheckResult:
+    """DOUBLE_LEASE: nobody holds two live leases in one queue (the claim's invariant)."""
+    rows = fetch_dicts(sql.DOUBLE_LEASES, {})
+    if not rows:
+        return CheckResult("DOUBLE_LEASE", True, "No reviewer holds two live leases in a queue.")
+    return CheckResult(
+        "DOUBLE_LEASE",
+        False,
+        f"{len(rows)} reviewer/queue pair(s) hold more than one live lease: "
+        + ", ".join(f"{r['username']} in {r['queue']} ({r['live_leases']})" for r in rows),
+        details=rows,
+        advice="Something wrote leases outside the claim statement; check recent deploys and "
+        "direct SQL. Release the extra items from the admin.",
+    )
+
+
+def check_lease_leak(t: Thresholds, figures: list[QueueFigures]) -> CheckResult:
+    """LEASE_LEAK: no queue has its leased items near the max-in-flight ceiling."""
+    near = [
+        {
+            "queue": f.slug,
+            "leased": f.leased,
+            "expired": f.expired_leases,
+            "ceiling": f.max_in_flight,
+        }
+        for f in figures
+        if f.max_in_flight and f.leased >= f.max_in_flight * LEASE_LEAK_RATIO
+    ]
+    if not near:
+        return CheckResult(
+            "LEASE_LEAK", True, f"Every queue is below {LEASE_LEAK_RATIO:.0%} of its ceiling."
+        )
+    return CheckResult(
+        "LEASE_LEAK",
+        False,
+        "Leased items near the ceiling: "
+        + ", ".join(f"{n['queue']} {n['leased']}/{n['ceiling']}" for n in near),
+        details=near,
+        advice="Leases are taken and not closed: look for a client claiming batches it never "
+        "decides, or a lease TTL far above the handling time (see /ops/).",
+    )
+
+
+def check_starvation(t: Thresholds, figures: list[QueueFigures]) -> CheckResult:
+    """STARVATION: no pending item waits past the threshold while reviewers are working."""
+    stale = [
+        {"queue": f.slug, "oldest_pending_seconds": f.oldest_pending_age.total_seconds()}
+        for f in figures
+        if f.oldest_pending_age is not None and f.oldest_pending_age > t.starvation
+    ]
+    if not stale:
+        return CheckResult("STARVATION", True, f"No item has waited over {t.starvation}.")
+    active = fetch_dicts(sql.REVIEWERS_ACTIVE, {"active_within": t.active_within})[0]["active"]
+    if not active:
+        # A backlog nobody is working (a night, a holiday) is staffing, not starvation.
+        return CheckResult(
+            "STARVATION",
+            True,
+            f"Items have waited over {t.starvation}, but no reviewer is active.",
+            details=stale,
+        )
+    return CheckResult(
+        "STARVATION",
+        False,
+        f"Items wait over {t.starvation} while reviewers are active: "
+        + ", ".join(
+            f"{s['queue']} ({timedelta(seconds=int(s['oldest_pending_seconds']))})" for s in stale
+        ),
+        details=stale,
+        advice="Higher-priority work or other queues take every reviewer: grant more people this "
+        "queue, or look at the priorities of new items.",
+    )
+
+
+def check_lock_contention(t: Thresholds) -> CheckResult:
+    """LOCK_CONTENTION: no long transaction or lock wait touches the queue tables."""
+    problems = []
+    for row in fetch_dicts(sql.QUEUE_TABLE_LOCKS, {}):
+        waiting = bool(row["blocked_by"]) and row["state_seconds"] >= t.lock_wait.total_seconds()
+        long = (
+            row["xact_seconds"] is not None
+            and row["xact_seconds"] >= t.long_transaction.total_seconds()
+        )
+        if waiting or long:
+            problems.append({**row, "waiting": waiting, "long_transaction": long})
+    if not problems:
+        return CheckResult(
+            "LOCK_CONTENTION", True, "No long transaction or lock wait on the queue tables."
+        )
+    parts = []
+    for p in problems:
+        if p["waiting"]:
+            parts.append(f"pid {p['pid']} waits on pid(s) {p['blocked_by']}")
+        else:
+            parts.append(f"pid {p['pid']} in a transaction for {p['xact_seconds']:.0f}s")
+    return CheckResult(
+        "LOCK_CONTENTION",
+        False,
+        "; ".join(parts),
+        details=problems,
+        advice="A transaction held open blocks claims (they fail after REVIEW_LOCK_TIMEOUT_MS). "
+        "Find the client in pg_stat_activity; pg_terminate_backend(pid) if it is stuck.",
+    )
+
+
+def check_unapplied(t: Thresholds, figures: list[QueueFigures]) -> CheckResult:
+    """UNAPPLIED: every decision older than the alert threshold has been carried out."""
+    threshold = t.unapplied if t.unapplied is not None else unapplied_alert_after()
+    slugs = {f.id: f.slug for f in figures}
+    late = [
+        {"queue": slugs.get(row["queue_id"], row["queue_id"]), **row}
+        for row in fetch_dicts(sql.APPLY_STATE, {"overdue_after": threshold})
+        if row["overdue"]
+    ]
+    if not late:
+        return CheckResult("UNAPPLIED", True, f"Every decision older than {threshold} is applied.")
+    total = sum(row["overdue"] for row in late)
+    return CheckResult(
+        "UNAPPLIED",
+        False,
+        f"{total} decision(s) not applied after {threshold}: "
+        + ", ".join(f"{r['queue']} {r['overdue']} ({r['dead']} dead)" for r in late),
+        details=late,
+        advice="Is run_apply_worker running? Dead jobs are listed on /ops/ with a retry button.",
+    )
+
+
+def check_bloat(t: Thresholds) -> CheckResult:
+    """BLOAT: autovacuum keeps up with the dead tuples the claim and decide updates leave."""
+    bloated = [
+        row
+        for row in fetch_dicts(sql.TABLE_BLOAT, {})
+        if row["n_dead_tup"] >= t.bloat_min_dead
+        and row["n_dead_tup"] >= t.bloat_dead_ratio * max(row["n_live_tup"], 1)
+    ]
+    if not bloated:
+        return CheckResult("BLOAT", True, "Dead tuples on the queue tables are within bounds.")
+    tables = ", ".join(r["table_name"] for r in bloated)
+    return CheckResult(
+        "BLOAT",
+        False,
+        "Dead tuples pile up: "
+        + ", ".join(
+            f"{r['table_name']} {r['n_dead_tup']} dead / {r['n_live_tup']} live" for r in bloated
+        ),
+        details=bloated,
+        # Every claim, renew and decide rewrites an item row; the default scale factor (20% of
+        # the table) lets a large, hot table collect millions of dead rows between vacuums.
+        advice=f"VACUUM (ANALYZE) {tables}; then make autovacuum visit them sooner: "
+        "ALTER TABLE <table> SET (autovacuum_vacuum_scale_factor = 0.01, "
+        "autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_limit = 1000).",
+    )
+
+
+def run_checks(thresholds: Thresholds | None = None) -> list[CheckResult]:
+    """Run every named check, in a fixed order, and return their results."""
+    t = thresholds or Thresholds()
+    figures = read_open_work()
+    checks: list[Callable[[], CheckResult]] = [
+        lambda: check_double_lease(t),
+        lambda: check_lease_leak(t, figures),
+        lambda: check_starvation(t, figures),
+        lambda: check_lock_contention(t),
+        lambda: check_unapplied(t, figures),
+        lambda: check_bloat(t),
+    ]
+    return [check() for check in checks]

@@ -1,0 +1,120 @@
+"""The /metrics exposition: the /ops/ figures as Prometheus gauges labelled by queue.
+
+A fresh registry per scrape, filled from one OpsSnapshot, so a scrape costs the same handful
+of aggregate statements as the dashboard and no state lives in the web process (several
+gunicorn workers would otherwise each report their own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.registry import Collector
+
+from queue_app.ops.figures import OpsSnapshot, read_snapshot
+
+PREFIX = "reviewconsole"
+
+
+def _gauge(name: str, documentation: str, labels: list[str]) -> GaugeMetricFamily:
+    return GaugeMetricFamily(f"{PREFIX}_{name}", documentation, labels=labels)
+
+
+class SnapshotCollector(Collector):
+    """Yield one gauge family per figure, one sample per queue (and bucket, verdict...)."""
+
+    def __init__(self, snapshot: OpsSnapshot) -> None:
+        self.snapshot = snapshot
+
+    def collect(self) -> Iterator[Metric]:
+        snap = self.snapshot
+        q = ["queue"]
+        pending = _gauge("items_pending", "Items waiting for a reviewer.", q)
+        leased = _gauge("items_leased", "Items under a lease (live or expired).", q)
+        expired = _gauge("leases_expired", "Leases past their expiry, not yet re-claimed.", q)
+        ceiling = _gauge("max_in_flight", "The queue's ceiling on items leased at once.", q)
+        oldest = _gauge(
+            "oldest_pending_age_seconds", "Age of the oldest pending item (0 when none).", q
+        )
+        histogram = _gauge(
+            "open_items_by_lease_count",
+            "Open items by how many times they have been leased (abandonment).",
+            ["queue", "lease_count"],
+        )
+        last_hour = _gauge(
+            "decisions_current_hour", "Reviewer verdicts since the start of this hour.", q
+        )
+        window = _gauge(
+            "decisions_window", f"Reviewer verdicts in the last {snap.window_hours} hours.", q
+        )
+        ttd = _gauge(
+            "handling_time_seconds",
+            f"Claim-to-decision time percentiles over the last {snap.window_hours} hours.",
+            ["queue", "quantile"],
+        )
+        ttl = _gauge("lease_ttl_seconds", "The queue's configured lease TTL.", q)
+        suggested = _gauge(
+            "suggested_lease_ttl_seconds",
+            "Lease TTL the observed p99 handling time suggests (p99 x 1.25, next minute).",
+            q,
+        )
+        reasons = _gauge(
+            "reason_code_decisions",
+            f"Decisions per verdict and reason code in the last {snap.window_hours} hours.",
+            ["queue", "verdict", "reason_code"],
+        )
+        unapplied = _gauge("decisions_unapplied", "Decisions whose effect is not applied yet.", q)
+        overdue = _gauge(
+            "decisions_unapplied_overdue",
+            "Decisions not applied after the alert threshold (UNAPPLIED_ALERT_MINUTES).",
+            q,
+        )
+        lag = _gauge("apply_lag_seconds", "Age of the oldest unapplied decision (0 when none).", q)
+        dead = _gauge("effect_jobs_dead", "Effect jobs that gave up and need an operator.", q)
+
+        for f in snap.queues:
+            label = [f.slug]
+            pending.add_metric(label, f.pending)
+            leased.add_metric(label, f.leased)
+            expired.add_metric(label, f.expired_leases)
+            ceiling.add_metric(label, f.max_in_flight)
+            oldest.add_metric(label, _secs(f.oldest_pending_age))
+            for bucket, count in zip(f.histogram_labels, f.lease_histogram, strict=True):
+                histogram.add_metric([f.slug, bucket], count)
+            last_hour.add_metric(label, f.decisions_last_hour)
+            window.add_metric(label, f.decisions_last_window)
+            # No sample rather than a made-up zero when a queue has no decisions yet.
+            for quantile, value in (("0.5", f.ttd_p50), ("0.9", f.ttd_p90), ("0.99", f.ttd_p99)):
+                if value is not None:
+                    ttd.add_metric([f.slug, quantile], value.total_seconds())
+            ttl.add_metric(label, f.lease_ttl.total_seconds())
+            if f.suggested_lease_ttl is not None:
+                suggested.add_metric(label, f.suggested_lease_ttl.total_seconds())
+            for verdict, shares in f.reason_shares.items():
+                for share in shares:
+                    reasons.add_metric([f.slug, verdict, share.code], share.decisions)
+            unapplied.add_metric(label, f.unapplied)
+            overdue.add_metric(label, f.unapplied_overdue)
+            lag.add_metric(label, _secs(f.oldest_unapplied_age))
+            dead.add_metric(label, f.dead_jobs)
+        yield from (
+            pending, leased, expired, ceiling, oldest, histogram, last_hour, window, ttd, ttl,
+            suggested, reasons, unapplied, overdue, lag, dead,
+        )  # fmt: skip
+
+
+def _secs(value: timedelta | None) -> float:
+    return value.total_seconds() if value is not None else 0.0
+
+
+def exposition(*, accept: str = "", snapshot: OpsSnapshot | None = None) -> tuple[bytes, str]:
+    """Return the current figures encoded for the scraper's Accept header, and its media type."""
+    # Prometheus text format by default; OpenMetrics when the scraper asks for it.
+    encoder, content_type = choose_encoder(accept)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SnapshotCollector(snapshot or read_snapshot()))
+    return encoder(registry), content_type

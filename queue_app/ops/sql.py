@@ -1,0 +1,191 @@
+"""The aggregate statements behind /ops/, /metrics and doctor, named and commented.
+
+Each one answers for every queue at once (GROUP BY queue), so the cost of a page is a fixed
+handful of statements whatever the number of queues or items. Open work is read through the
+partial indexes the claim uses (item_pending_claim, item_leased_expiry), so the million decided
+rows are never walked for it. Statements over decisions are bounded to a recent window on
+created_at; that column has no index yet (see README, "Operations": a BRIN index is proposed).
+
+All read-only: nothing here takes a row lock or can block a reviewer.
+"""
+
+from __future__ import annotations
+
+# Open work per queue: counts, oldest pending item and the lease-count histogram in one pass.
+# Each half of the UNION carries its partial index's predicate, so the planner reads pending
+# rows from item_pending_claim and leased rows from item_leased_expiry, never decided history.
+# Lease counts at or above %(top_bucket)s share one bucket ("5+").
+OPEN_WORK = """
+WITH open_items AS (
+    SELECT queue_id, 'pending' AS state, least(lease_count, %(top_bucket)s) AS bucket,
+           created_at, false AS expired
+      FROM queue_app_reviewitem
+     WHERE state = 'pending'
+    UNION ALL
+    SELECT queue_id, 'leased', least(lease_count, %(top_bucket)s), created_at,
+           lease_expires < now()
+      FROM queue_app_reviewitem
+     WHERE state = 'leased'
+)
+SELECT queue_id, bucket,
+       count(*) FILTER (WHERE state = 'pending') AS pending,
+       count(*) FILTER (WHERE state = 'leased') AS leased,
+       count(*) FILTER (WHERE expired) AS expired,
+       extract(epoch FROM now() - min(created_at) FILTER (WHERE state = 'pending'))
+           AS oldest_pending_seconds
+  FROM open_items
+ GROUP BY queue_id, bucket
+"""
+
+# Decisions per hour over the last %(hours)s hours, every queue times every hour (zeros
+# included, so a chart never has gaps). Every window over decisions starts at the same hour
+# boundary, so the figures on one page add up. Reviewer verdicts only: overturns are corrections,
+# not throughput.
+DECISIONS_PER_HOUR = """
+WITH hours AS (
+    SELECT generate_series(date_trunc('hour', now()) - make_interval(hours => %(hours)s - 1),
+                           date_trunc('hour', now()), interval '1 hour') AS hour
+), counts AS (
+    SELECT queue_id, date_trunc('hour', created_at) AS hour, count(*) AS decisions
+      FROM queue_app_decision
+     WHERE created_at >= date_trunc('hour', now()) - make_interval(hours => %(hours)s - 1)
+       AND verdict <> 'overturn'
+     GROUP BY 1, 2
+)
+SELECT q.id AS queue_id, h.hour, coalesce(c.decisions, 0) AS decisions
+  FROM queue_app_queue AS q
+ CROSS JOIN hours AS h
+  LEFT JOIN counts AS c ON c.queue_id = q.id AND c.hour = h.hour
+ ORDER BY q.id, h.hour
+"""
+
+# Handling time of each reviewer verdict in the window: from the claim the item was decided
+# under (its last claimed/reclaimed event before the decision) to the decision. This, not
+# "since the item arrived", is what a lease must cover: queueing time and abandoned earlier
+# leases say nothing about how long a person needs the item on screen. One index probe per
+# decision into itemevent_item_at (item_id, at).
+TIME_TO_DECISION = """
+SELECT d.queue_id,
+       count(*) AS samples,
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM d.created_at - c.at)) AS p50,
+       percentile_cont(0.9) WITHIN GROUP (ORDER BY extract(epoch FROM d.created_at - c.at)) AS p90,
+       percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM d.created_at - c.at))
+           AS p99
+  FROM queue_app_decision AS d
+ CROSS JOIN LATERAL (
+        SELECT e.at
+          FROM queue_app_itemevent AS e
+         WHERE e.item_id = d.item_id AND e.kind IN ('claimed', 'reclaimed')
+           AND e.at <= d.created_at
+         ORDER BY e.at DESC
+         LIMIT 1
+       ) AS c
+ WHERE d.created_at >= date_trunc('hour', now()) - make_interval(hours => %(hours)s - 1)
+   AND d.verdict <> 'overturn'
+ GROUP BY d.queue_id
+"""
+
+# Which reasons dominate each verdict, per queue, over the window: count and share of the
+# verdict's decisions (overturns included: which corrections are made is worth seeing).
+REASON_SHARES = """
+SELECT d.queue_id, d.verdict, r.code, r.label, count(*) AS decisions,
+       count(*)::float8 / sum(count(*)) OVER (PARTITION BY d.queue_id, d.verdict) AS share
+  FROM queue_app_decision AS d
+  JOIN queue_app_reasoncode AS r ON r.id = d.reason_code_id
+ WHERE d.created_at >= date_trunc('hour', now()) - make_interval(hours => %(hours)s - 1)
+ GROUP BY d.queue_id, d.verdict, r.code, r.label
+ ORDER BY d.queue_id, d.verdict, decisions DESC, r.code
+"""
+
+# Decisions a person made that the system has not carried out yet, per queue: every effect job
+# not done and with no AppliedDecision row (either proves it applied). Two halves so each can
+# use an index: live jobs carry effectjob_due's predicate; dead jobs are few but have no index
+# of their own yet (README, Operations: proposed). Ages come from the decision itself, the
+# fact, not from the job's retry bookkeeping.
+APPLY_STATE = """
+WITH open_jobs AS (
+    SELECT decision_id, queue_id, false AS dead
+      FROM queue_app_effectjob
+     WHERE done_at IS NULL AND dead = false
+    UNION ALL
+    SELECT decision_id, queue_id, true
+      FROM queue_app_effectjob
+     WHERE done_at IS NULL AND dead = true
+)
+SELECT j.queue_id,
+       count(*) AS unapplied,
+       count(*) FILTER (WHERE d.created_at < now() - %(overdue_after)s) AS overdue,
+       extract(epoch FROM now() - min(d.created_at)) AS oldest_age_seconds,
+       count(*) FILTER (WHERE j.dead) AS dead
+  FROM open_jobs AS j
+  JOIN queue_app_decision AS d ON d.id = j.decision_id
+ WHERE NOT EXISTS (SELECT 1 FROM queue_app_applieddecision AS a WHERE a.decision_id = j.decision_id)
+ GROUP BY j.queue_id
+"""
+
+# The dead effect jobs an operator should look at, newest failure first, with what they need
+# to act: the decision, its item, the attempts made and the last error.
+DEAD_JOBS = """
+SELECT j.decision_id, j.queue_id, q.slug AS queue, d.item_id, d.verdict, j.attempts,
+       j.last_error, d.created_at AS decided_at
+  FROM queue_app_effectjob AS j
+  JOIN queue_app_decision AS d ON d.id = j.decision_id
+  JOIN queue_app_queue AS q ON q.id = j.queue_id
+ WHERE j.dead = true AND j.done_at IS NULL
+ ORDER BY j.decision_id DESC
+ LIMIT %(limit)s
+"""
+
+# -- doctor --------------------------------------------------------------------------------------
+
+# People holding more than one live lease in one queue: the claim's invariant (one per reviewer
+# per queue, serialised by an advisory lock). Service users of API clients lease in batches by
+# design and are left out. Read through item_lease_owner.
+DOUBLE_LEASES = """
+SELECT i.queue_id, q.slug AS queue, i.lease_owner_id AS reviewer_id, u.username,
+       count(*) AS live_leases, array_agg(i.id ORDER BY i.id) AS item_ids
+  FROM queue_app_reviewitem AS i
+  JOIN queue_app_queue AS q ON q.id = i.queue_id
+  JOIN auth_user AS u ON u.id = i.lease_owner_id
+ WHERE i.state = 'leased' AND i.lease_expires > now()
+   AND NOT EXISTS (SELECT 1 FROM queue_app_apiclient AS c WHERE c.user_id = i.lease_owner_id)
+ GROUP BY i.queue_id, q.slug, i.lease_owner_id, u.username
+HAVING count(*) > 1
+"""
+
+# Whether anyone is working: a live lease anywhere, or a decision within %(active_within)s.
+# The latest decision is read through the primary key (ids grow with time), not a scan.
+REVIEWERS_ACTIVE = """
+SELECT EXISTS (SELECT 1 FROM queue_app_reviewitem WHERE state = 'leased' AND lease_expires > now())
+    OR coalesce((SELECT created_at FROM queue_app_decision ORDER BY id DESC LIMIT 1)
+                > now() - %(active_within)s, false) AS active
+"""
+
+# Backends in this database that hold or wait for locks on the queue tables, with how long
+# their transaction has been open and whether (and by whom) they are blocked. A row lock
+# waiter waits on a transaction id, not a relation, so "waiting" comes from
+# pg_blocking_pids(); the relations it touches still show as granted relation locks.
+QUEUE_TABLE_LOCKS = """
+SELECT a.pid, a.usename, a.application_name, a.state,
+       extract(epoch FROM now() - a.xact_start) AS xact_seconds,
+       extract(epoch FROM now() - a.state_change) AS state_seconds,
+       pg_blocking_pids(a.pid) AS blocked_by,
+       left(a.query, 200) AS query,
+       array_agg(DISTINCT c.relname::text ORDER BY c.relname::text) AS tables
+  FROM pg_locks AS l
+  JOIN pg_class AS c ON c.oid = l.relation
+  JOIN pg_stat_activity AS a ON a.pid = l.pid
+ WHERE l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+   AND c.relname LIKE 'queue\\_app\\_%%'
+   AND a.pid <> pg_backend_pid()
+   AND a.backend_type = 'client backend'
+ GROUP BY a.pid, a.usename, a.application_name, a.state, a.xact_start, a.state_change, a.query
+"""
+
+# Dead tuples on the queue tables (the claim rewrites item rows all day long).
+TABLE_BLOAT = """
+SELECT relname::text AS table_name, n_live_tup, n_dead_tup, last_autovacuum, last_vacuum
+  FROM pg_stat_user_tables
+ WHERE relname LIKE 'queue\\_app\\_%%'
+ ORDER BY n_dead_tup DESC
+"""
