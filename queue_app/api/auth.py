@@ -1,0 +1,101 @@
+"""API client tokens: issued once, stored as sha256, checked per request with scope and queue.
+
+A token is ``rc_`` followed by 43 URL-safe random characters (256 bits). Only its sha256 is
+stored, so a database leak does not leak working tokens; the plain token is shown once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import timedelta
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.http import HttpRequest
+from django.utils import timezone
+from ninja.security import HttpBearer
+
+from queue_app.errors import NotPermitted
+from queue_app.models import ApiClient, ApiScope, Queue
+
+TOKEN_PREFIX = "rc_"
+# last_used_at is for people ("is this client still in use?"), not an audit trail: writing it
+# at most once a minute keeps a busy worker from turning every read into a write.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+def hash_token(token: str) -> str:
+    """Return the sha256 hex digest stored for a token."""
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def issue_api_client(
+    *,
+    name: str,
+    can_intake: bool = False,
+    can_adjudicate: bool = False,
+    queues: list[Queue] | None = None,
+) -> tuple[ApiClient, str]:
+    """Create a client with its own service user; return (client, plain token shown once)."""
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    with transaction.atomic():
+        # The service user owns the client's leases and decisions; it can never log in.
+        user = get_user_model().objects.create_user(username=f"api:{name}"[:150])
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+        client = ApiClient.objects.create(
+            name=name,
+            user=user,
+            token_prefix=token[:10],
+            token_hash=hash_token(token),
+            can_intake=can_intake,
+            can_adjudicate=can_adjudicate,
+        )
+        if queues:
+            client.queues.set(queues)
+    return client, token
+
+
+def revoke_api_client(*, client: ApiClient) -> None:
+    """Revoke a client: its token stops working at once and its queue access lapses."""
+    ApiClient.objects.filter(pk=client.pk, revoked_at__isnull=True).update(
+        revoked_at=timezone.now()
+    )
+
+
+class ApiTokenAuth(HttpBearer):
+    """Authorization: Bearer <token> → the ApiClient (unrevoked, with an active user)."""
+
+    def authenticate(self, request: HttpRequest, token: str) -> ApiClient | None:
+        if not token.startswith(TOKEN_PREFIX):
+            return None
+        client = (
+            ApiClient.objects.select_related("user")
+            .filter(token_hash=hash_token(token), revoked_at__isnull=True, user__is_active=True)
+            .first()
+        )
+        if client is None:
+            return None
+        now = timezone.now()
+        if client.last_used_at is None or now - client.last_used_at > LAST_USED_RESOLUTION:
+            ApiClient.objects.filter(pk=client.pk).update(last_used_at=now)
+        return client
+
+
+def require_scope(client: ApiClient, scope: ApiScope) -> None:
+    """Refuse (403) a client without the scope the endpoint needs."""
+    allowed = client.can_intake if scope == ApiScope.INTAKE else client.can_adjudicate
+    if not allowed:
+        raise NotPermitted(f"This API client does not have the {scope.value} scope.")
+
+
+def client_queue_ids(client: ApiClient) -> set[int]:
+    """Return the ids of the queues the client is limited to."""
+    return set(client.queues.values_list("pk", flat=True))
+
+
+def require_queue(client: ApiClient, queue: Queue) -> None:
+    """Refuse (403) a client not granted this queue."""
+    if not client.queues.filter(pk=queue.pk).exists():
+        raise NotPermitted(f"This API client may not use the queue {queue.slug!r}.")
