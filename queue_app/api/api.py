@@ -149,8 +149,12 @@ def _api_problem(request: HttpRequest, exc: ApiProblem) -> HttpResponse:
 def _validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
     problems = []
     for error in exc.errors:
-        # loc is (source, [param name,] field...): a person wants the field path.
-        field = ".".join(str(part) for part in error.get("loc", ())[2:]) or "body"
+        # loc is (source, name...) and, for a body, (source, body param, field...): a person
+        # wants the field path ("batch_size", "payload.amount", "item_id").
+        source, *path = error.get("loc", ("body",))
+        if source == "body" and len(path) > 1:
+            path = path[1:]
+        field = ".".join(str(part) for part in path) or str(source)
         problems.append({"field": field, "type": error.get("type"), "message": error.get("msg")})
     message = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
     return error_response(request, 422, "invalid", f"Invalid request: {message}", problems)
