@@ -261,29 +261,41 @@ def _queue_for(client: ApiClient, slug: str) -> Queue:
     return queue
 
 
-def _applied(decision: Decision) -> str:
+def _applied(decision: Decision) -> tuple[str, Any]:
+    """Return (status, applied_at) of the decision's effect; relations must be preloaded."""
     if hasattr(decision, "applied"):
-        return "applied"
+        return "applied", decision.applied.applied_at
     job = getattr(decision, "effect_job", None)
-    return "dead" if job is not None and job.dead else "pending"
+    return ("dead" if job is not None and job.dead else "pending"), None
 
 
-def _decision_out(decision: Decision) -> dict[str, Any]:
-    applied = getattr(decision, "applied", None)
+def _decision_out(
+    decision: Decision,
+    *,
+    fresh_from: tuple[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Render a decision; fresh_from=(reason code, reviewer) for one just inserted."""
+    if fresh_from is not None:
+        # Just inserted in this request: its reason and author are the ones sent, and its
+        # effect cannot have been applied yet; no need to read any of it back.
+        (reason_code, reviewer), (applied, applied_at) = fresh_from, ("pending", None)
+    else:
+        reason_code, reviewer = decision.reason_code.code, decision.reviewer
+        applied, applied_at = _applied(decision)
     return {
         "id": decision.pk,
         "item_id": decision.item_id,
         "verdict": decision.verdict,
-        "reason_code": decision.reason_code.code,
+        "reason_code": reason_code,
         "evidence_hash": decision.evidence_hash,
         "note": decision.note,
-        "reviewer": decision.reviewer.get_username(),
+        "reviewer": reviewer.get_username(),
         "lease_token": decision.lease_token,
         "supersedes": decision.supersedes_id,
         "corrected_verdict": decision.corrected_verdict,
         "created_at": decision.created_at,
-        "applied": _applied(decision),
-        "applied_at": applied.applied_at if applied is not None else None,
+        "applied": applied,
+        "applied_at": applied_at,
     }
 
 
@@ -450,10 +462,11 @@ def decide(request: HttpRequest, item_id: ItemId, body: DecisionIn) -> Status[di
     """
     client = _client(request)
     require_scope(client, ApiScope.ADJUDICATE)
-    item = _item_for(client, item_id)
+    # The fence is the access check on the happy path: only a lease this client took (which
+    # needed the queue) can close. The item is looked up only when the fence refuses.
     try:
         decision = services.submit_decision(
-            item_id=item.pk,
+            item_id=item_id,
             reviewer=client.user,
             lease_token=body.lease_token,
             verdict=body.verdict,
@@ -462,8 +475,9 @@ def decide(request: HttpRequest, item_id: ItemId, body: DecisionIn) -> Status[di
             note=body.note,
         )
     except errors.StaleLease:
-        # The fence refused; if this exact completion already went through (a retry after a
-        # lost response), answer with that decision rather than an error or a second one.
+        item = _item_for(client, item_id)
+        # If this exact completion already went through (a retry after a lost response),
+        # answer with that decision rather than an error or a second decision.
         earlier = services.find_completed_decision(
             item_id=item.pk,
             reviewer=client.user,
@@ -476,6 +490,7 @@ def decide(request: HttpRequest, item_id: ItemId, body: DecisionIn) -> Status[di
             raise
         return Status(200, _decision_out(_reload(earlier)))
     except errors.InvalidReason as exc:
+        item = _item_for(client, item_id)
         allowed = sorted(
             services.reason_codes_for(queue=item.queue, verdict=body.verdict).values_list(
                 "code", flat=True
@@ -488,7 +503,7 @@ def decide(request: HttpRequest, item_id: ItemId, body: DecisionIn) -> Status[di
             f"allowed: {', '.join(allowed) or 'none'}.",
             {"field": "reason_code", "allowed": allowed},
         ) from exc
-    return Status(201, _decision_out(_reload(decision)))
+    return Status(201, _decision_out(decision, fresh_from=(body.reason_code, client.user)))
 
 
 def _reload(decision: Decision) -> Decision:
@@ -508,6 +523,9 @@ def release(request: HttpRequest, item_id: ItemId, body: ReleaseIn) -> dict[str,
     """Release the lease (fenced by its token); 409 stale_lease if it is no longer yours."""
     client = _client(request)
     require_scope(client, ApiScope.ADJUDICATE)
-    item = _item_for(client, item_id)
-    services.release_lease(item_id=item.pk, reviewer=client.user, lease_token=body.lease_token)
-    return {"id": item.pk, "state": ItemState.PENDING}
+    try:
+        services.release_lease(item_id=item_id, reviewer=client.user, lease_token=body.lease_token)
+    except errors.StaleLease:
+        _item_for(client, item_id)  # 404 for an item the client cannot see, else 409
+        raise
+    return {"id": item_id, "state": ItemState.PENDING}
