@@ -11,6 +11,7 @@ import secrets
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 from django.http import HttpRequest
 from django.utils import timezone
@@ -30,6 +31,24 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def new_token() -> str:
+    """Return a fresh random token (shown once, never stored)."""
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def token_fields(token: str) -> tuple[str, str]:
+    """Return (token_prefix, token_hash): what is stored of a token."""
+    return token[:10], hash_token(token)
+
+
+def new_service_user(client_name: str) -> AbstractBaseUser:
+    """Create the user an API client acts as: owns its leases and decisions, cannot log in."""
+    user = get_user_model().objects.create_user(username=f"api:{client_name}"[:150])
+    user.set_unusable_password()
+    user.save(update_fields=["password"])
+    return user
+
+
 def issue_api_client(
     *,
     name: str,
@@ -38,17 +57,14 @@ def issue_api_client(
     queues: list[Queue] | None = None,
 ) -> tuple[ApiClient, str]:
     """Create a client with its own service user; return (client, plain token shown once)."""
-    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = new_token()
+    prefix, digest = token_fields(token)
     with transaction.atomic():
-        # The service user owns the client's leases and decisions; it can never log in.
-        user = get_user_model().objects.create_user(username=f"api:{name}"[:150])
-        user.set_unusable_password()
-        user.save(update_fields=["password"])
         client = ApiClient.objects.create(
             name=name,
-            user=user,
-            token_prefix=token[:10],
-            token_hash=hash_token(token),
+            user=new_service_user(name),
+            token_prefix=prefix,
+            token_hash=digest,
             can_intake=can_intake,
             can_adjudicate=can_adjudicate,
         )
