@@ -135,7 +135,8 @@ class Adjudicator:
         )
         return body["items"]
 
-    def approve(self, entry: dict[str, Any]) -> None:
+    def approve(self, entry: dict[str, Any]) -> bool:
+        """Approve the item; return False if it stays ours undecided (its evidence changed)."""
         try:
             self.api.post(
                 f"/items/{entry['id']}/decision",
@@ -148,12 +149,17 @@ class Adjudicator:
                 },
             )
             self.counts["approved"] += 1
+            return True
         except ApiError as exc:
             if exc.status != 409:
                 raise
-            # The lease was lost or the evidence replaced: a person (or a later pass) decides.
             log.warning("item %s not decided: %s", entry["id"], exc.message)
-            self.counts["lost"] += 1
+            if exc.code == "evidence_changed":
+                # Still leased to us, but what the rule judged is gone: give it back with the
+                # rest rather than guess about the new evidence.
+                return False
+            self.counts["lost"] += 1  # the lease was lost: someone else has the item now
+            return True
 
     def release(self, held: dict[int, str]) -> None:
         for item_id, token in held.items():
@@ -180,11 +186,11 @@ class Adjudicator:
                 if not new:
                     break
                 for entry in new:
-                    if self.stopping:
-                        held[entry["id"]] = entry["lease_token"]
-                    elif can_approve(entry["payload"]):
-                        self.approve(entry)
-                    else:
+                    # Stopping: hold the rest untouched, so it is all given back below.
+                    decided = (
+                        not self.stopping and can_approve(entry["payload"]) and self.approve(entry)
+                    )
+                    if not decided:
                         held[entry["id"]] = entry["lease_token"]
         finally:
             self.release(held)
