@@ -187,10 +187,10 @@ class Adjudicator:
                     break
                 for entry in new:
                     # Stopping: hold the rest untouched, so it is all given back below.
-                    decided = (
+                    done = (
                         not self.stopping and can_approve(entry["payload"]) and self.approve(entry)
                     )
-                    if not decided:
+                    if not done:
                         held[entry["id"]] = entry["lease_token"]
         finally:
             self.release(held)

@@ -41,6 +41,7 @@ from queue_app.api.schemas import (
     ItemOut,
     LeaseOut,
     LeaseRequest,
+    QueueSlug,
     ReleaseIn,
     ReleaseOut,
 )
@@ -412,7 +413,7 @@ def get_item(request: HttpRequest, item_id: ItemId) -> dict[str, Any]:
 )
 @decorate_view(limit_body)
 def lease_batch(
-    request: HttpRequest, slug: str, body: LeaseRequest | None = None
+    request: HttpRequest, slug: QueueSlug, body: LeaseRequest | None = None
 ) -> dict[str, Any]:
     """Lease up to batch_size items for lease_seconds; each comes with its token and evidence hash.
 

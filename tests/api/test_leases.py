@@ -83,3 +83,13 @@ def test_an_unknown_queue_is_404(api):
     reply = api.post("/queues/nope/leases", {})
     assert reply.status == 404
     assert "nope" in reply.body["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("slug", "expected"),
+    [("%00", "slug: must not contain NUL"), ("q" * 65, "slug: must be between 1 and 64")],
+)
+def test_a_malformed_queue_slug_is_422_not_a_server_error(api, slug, expected):
+    reply = api.post(f"/queues/{slug}/leases", {})
+    assert reply.status == 422
+    assert expected in reply.body["error"]["message"]
