@@ -17,8 +17,9 @@ from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer
 
-from queue_app.errors import NotPermitted
-from queue_app.models import ApiClient, ApiScope, Queue
+from queue_app.api.failures import ApiProblem
+from queue_app.errors import ItemNotFound, NotPermitted
+from queue_app.models import ApiClient, ApiScope, Queue, ReviewItem
 
 TOKEN_PREFIX = "rc_"
 # last_used_at is for people ("is this client still in use?"), not an audit trail: writing it
@@ -106,12 +107,34 @@ def require_scope(client: ApiClient, scope: ApiScope) -> None:
         raise NotPermitted(f"This API client does not have the {scope.value} scope.")
 
 
-def client_queue_ids(client: ApiClient) -> set[int]:
-    """Return the ids of the queues the client is limited to."""
-    return set(client.queues.values_list("pk", flat=True))
-
-
 def require_queue(client: ApiClient, queue: Queue) -> None:
     """Refuse (403) a client not granted this queue."""
     if not client.queues.filter(pk=queue.pk).exists():
         raise NotPermitted(f"This API client may not use the queue {queue.slug!r}.")
+
+
+def client_of(request: HttpRequest) -> ApiClient:
+    """Return the authenticated client of an API request."""
+    return request.auth  # type: ignore[attr-defined, no-any-return]
+
+
+def visible_item(client: ApiClient, item_id: int) -> ReviewItem:
+    """Return the item if it is in one of the client's queues; ItemNotFound otherwise."""
+    # An item in a queue the client is not granted does not exist, as far as it can tell.
+    item = (
+        ReviewItem.objects.select_related("queue")
+        .filter(pk=item_id, queue__api_clients=client)
+        .first()
+    )
+    if item is None:
+        raise ItemNotFound()
+    return item
+
+
+def granted_queue(client: ApiClient, slug: str) -> Queue:
+    """Return the queue named by slug: 404 if there is none, 403 if not granted."""
+    queue = Queue.objects.filter(slug=slug).first()
+    if queue is None:
+        raise ApiProblem(404, "not_found", f"No queue named {slug!r}.")
+    require_queue(client, queue)
+    return queue

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.urls import URLPattern, re_path
 
-from queue_app.api.api import api, error_response
+from queue_app.api.api import api
+from queue_app.api.failures import error_response
 
 
 def _json_method_not_allowed(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
