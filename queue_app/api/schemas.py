@@ -1,8 +1,9 @@
 """Request and response schemas of the JSON API, and the bounds every input is checked against.
 
-Each bound is declared once (``Bounded``/``Text``): the same declaration puts the range in the
-OpenAPI document and produces the 422 message naming it. Payloads are free-form JSON objects
-whose numbers arrive as Decimal (see api.ExactParser) and are passed through untouched.
+Each bound is declared once (``bounded_int``/``text``): the same declaration puts the range in
+the OpenAPI document and produces the 422 message naming it. Payloads are free-form JSON
+objects whose numbers arrive as Decimal (see wire.ExactParser) and are passed through
+untouched.
 """
 
 from __future__ import annotations
@@ -65,16 +66,19 @@ def text(min_length: int, max_length: int, pattern: str | None = None) -> Any:
     if pattern:
         schema["pattern"] = f"^{pattern}$"
 
+    bounds = {"low": min_length, "high": max_length}
+    length_rule = (
+        "must be exactly {low} characters long"
+        if min_length == max_length
+        else "must be between {low} and {high} characters long"
+    )
+
     def check(value: str) -> str:
         problem = _text_problem(value)
         if problem:
             raise PydanticCustomError("invalid_text", problem)
         if not min_length <= len(value) <= max_length:
-            raise PydanticCustomError(
-                "length_out_of_range",
-                "must be between {low} and {high} characters long",
-                {"low": min_length, "high": max_length},
-            )
+            raise PydanticCustomError("length_out_of_range", length_rule, bounds)
         if compiled and not compiled.fullmatch(value):
             raise PydanticCustomError(
                 "invalid_format", "must match {pattern}", {"pattern": pattern}

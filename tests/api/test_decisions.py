@@ -98,7 +98,7 @@ def test_it_refuses_a_reason_outside_the_closed_set_with_422_listing_the_allowed
     [
         ({"verdict": "overturn"}, "verdict: Input should be 'approve', 'reject' or 'escalate'"),
         ({"lease_token": "not-a-uuid"}, "lease_token:"),
-        ({"evidence_hash": "abc"}, "evidence_hash: must be between 64 and 64 characters long"),
+        ({"evidence_hash": "abc"}, "evidence_hash: must be exactly 64 characters long"),
         ({"note": "n" * 10_001}, "note: must be between 0 and 10000 characters long"),
     ],
 )
