@@ -19,7 +19,13 @@ from django.template import engines
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
-from queue_app.api.auth import new_service_user, new_token, token_fields
+from queue_app.api.auth import (
+    new_service_user,
+    new_token,
+    service_username,
+    service_username_taken,
+    token_fields,
+)
 from queue_app.models import ApiClient
 
 TOKEN_ONCE = """{% extends "admin/base_site.html" %}
@@ -40,6 +46,15 @@ class ApiClientForm(forms.ModelForm):
         model = ApiClient
         fields = ["name", "can_intake", "can_adjudicate", "queues"]
         widgets = {"queues": forms.CheckboxSelectMultiple}
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"]
+        # A new client gets a service user named after it; that name must still be free.
+        if self.instance.pk is None and service_username_taken(name):
+            raise forms.ValidationError(
+                f"A user named {service_username(name)!r} already exists; choose another name."
+            )
+        return name
 
 
 @admin.register(ApiClient)

@@ -42,9 +42,19 @@ def token_fields(token: str) -> tuple[str, str]:
     return token[:10], hash_token(token)
 
 
+def service_username(client_name: str) -> str:
+    """Return the username of the service user an API client named so acts as."""
+    return f"api:{client_name}"[:150]
+
+
+def service_username_taken(client_name: str) -> bool:
+    """Return whether that service username already belongs to someone."""
+    return get_user_model().objects.filter(username=service_username(client_name)).exists()
+
+
 def new_service_user(client_name: str) -> AbstractBaseUser:
     """Create the user an API client acts as: owns its leases and decisions, cannot log in."""
-    user = get_user_model().objects.create_user(username=f"api:{client_name}"[:150])
+    user = get_user_model().objects.create_user(username=service_username(client_name))
     user.set_unusable_password()
     user.save(update_fields=["password"])
     return user

@@ -68,3 +68,13 @@ def test_clients_cannot_be_deleted_only_revoked(admin_client, queue):
     client, _ = make_client("robot", [queue])
     response = admin_client.get(f"/admin/queue_app/apiclient/{client.pk}/delete/")
     assert response.status_code == 403
+
+
+def test_a_name_whose_service_user_exists_is_refused_with_a_message(admin_client, queue):
+    User.objects.create_user("api:crm")
+    response = admin_client.post(
+        "/admin/queue_app/apiclient/add/", {"name": "crm", "can_intake": "on"}
+    )
+    assert response.status_code == 200
+    assert "already exists; choose another name" in response.content.decode()
+    assert not ApiClient.objects.exists()
