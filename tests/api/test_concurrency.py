@@ -77,3 +77,27 @@ def test_twenty_api_workers_lease_disjoint_batches_and_decide_every_item_once(qu
         assert user_of[reviewer_id] == leased_by[item_id]
     # More than one worker got work: the batches really were taken concurrently.
     assert sum(1 for r in results if r["leased"]) > 1
+
+
+def test_the_same_completion_posted_twice_at_once_records_one_decision(queue):
+    from tests.conftest import make_items
+
+    make_items(queue, 1)
+    _, token = make_client("worker", [queue])
+    entry = caller_for(token).post("/queues/kyc/leases", {"batch_size": 1}).body["items"][0]
+    body = {
+        "lease_token": entry["lease_token"],
+        "verdict": "approve",
+        "reason_code": "verified",
+        "evidence_hash": entry["evidence_hash"],
+    }
+
+    def post(i: int) -> tuple[int, int]:
+        reply = caller_for(token).post(f"/items/{entry['id']}/decision", body)
+        return reply.status, reply.body["id"]
+
+    results = run_in_threads(4, post)
+    # The losers of the fence race wait for the winner's commit, then recognise its decision.
+    assert sorted(status for status, _ in results) == [200, 200, 200, 201]
+    assert len({decision_id for _, decision_id in results}) == 1
+    assert Decision.objects.count() == 1
