@@ -13,6 +13,7 @@ from datetime import timedelta
 from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer
@@ -117,9 +118,19 @@ def require_scope(client: ApiClient, scope: ApiScope) -> None:
         raise NotPermitted(f"This API client does not have the {scope.value} scope.")
 
 
+def find_queue(client: ApiClient, slug: str) -> Queue | None:
+    """Return the queue named by slug (None if there is none), knowing whether it is granted."""
+    # One round trip for both questions: every lease and intake request asks them.
+    grant = ApiClient.queues.through.objects.filter(apiclient_id=client.pk, queue_id=OuterRef("pk"))
+    return Queue.objects.filter(slug=slug).annotate(granted=Exists(grant)).first()
+
+
 def require_queue(client: ApiClient, queue: Queue) -> None:
     """Refuse (403) a client not granted this queue."""
-    if not client.queues.filter(pk=queue.pk).exists():
+    granted = getattr(queue, "granted", None)
+    if granted is None:
+        granted = client.queues.filter(pk=queue.pk).exists()
+    if not granted:
         raise NotPermitted(f"This API client may not use the queue {queue.slug!r}.")
 
 
@@ -143,7 +154,7 @@ def visible_item(client: ApiClient, item_id: int) -> ReviewItem:
 
 def granted_queue(client: ApiClient, slug: str) -> Queue:
     """Return the queue named by slug: 404 if there is none, 403 if not granted."""
-    queue = Queue.objects.filter(slug=slug).first()
+    queue = find_queue(client, slug)
     if queue is None:
         raise ApiProblem(404, "not_found", f"No queue named {slug!r}.")
     require_queue(client, queue)

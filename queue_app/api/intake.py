@@ -9,11 +9,11 @@ from ninja import Router, Status
 from ninja.decorators import decorate_view
 
 from queue_app import errors, services
-from queue_app.api.auth import client_of, require_queue, require_scope, visible_item
+from queue_app.api.auth import client_of, find_queue, require_queue, require_scope, visible_item
 from queue_app.api.failures import ApiProblem, limit_body, responses
 from queue_app.api.render import item_out
 from queue_app.api.schemas import EvidenceIn, ItemId, ItemIn, ItemOut
-from queue_app.models import ApiScope, Queue
+from queue_app.models import ApiScope
 
 router = Router(tags=["intake"])
 
@@ -32,7 +32,7 @@ def create_item(request: HttpRequest, body: ItemIn) -> Status[dict[str, Any]]:
     """
     client = client_of(request)
     require_scope(client, ApiScope.INTAKE)
-    queue = Queue.objects.filter(slug=body.queue).first()
+    queue = find_queue(client, body.queue)
     if queue is None:
         raise ApiProblem(
             422,
