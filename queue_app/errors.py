@@ -55,3 +55,7 @@ class InvalidBounds(ReviewError):
 
 class IdempotencyConflict(ReviewError):
     message = "That idempotency key already names an item with different content."
+
+
+class AlreadyDecided(ReviewError):
+    message = "This item has already been decided; its evidence can no longer change."

@@ -14,16 +14,18 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import IntegrityError, connection, transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.db.models.functions import Now
 
 from queue_app.errors import (
+    AlreadyDecided,
     AlreadySuperseded,
     EvidenceChanged,
     IdempotencyConflict,
     InvalidBounds,
     InvalidReason,
     InvalidVerdict,
+    ItemNotFound,
     NotPermitted,
     StaleLease,
 )
@@ -37,6 +39,7 @@ from queue_app.models import (
     EffectJob,
     ItemEvent,
     ItemEventKind,
+    ItemState,
     Queue,
     ReasonCode,
     ReviewItem,
@@ -76,12 +79,17 @@ def _log_extra(**fields: Any) -> dict[str, Any]:
 
 
 def queues_for_user(*, user: User) -> QuerySet[Queue]:
-    """Return the queues this user may review: by group membership, or all for superusers."""
+    """Return the queues this user may review: by group, API client grant, or all (superusers)."""
     if not user.is_authenticated or not user.is_active:
         return Queue.objects.none()
     if user.is_superuser:
         return Queue.objects.all()
-    return Queue.objects.filter(reviewer_groups__user=user).distinct()
+    # An API client's service user reviews the queues named on its client while it is not
+    # revoked (the API's access list), on top of any group grant.
+    return Queue.objects.filter(
+        Q(reviewer_groups__user=user)
+        | Q(api_clients__user=user, api_clients__revoked_at__isnull=True)
+    ).distinct()
 
 
 def user_can_review(*, user: User, queue: Queue | int) -> bool:
@@ -450,3 +458,82 @@ def database_now() -> datetime:
     with connection.cursor() as cursor:
         cursor.execute("SELECT now()")
         return cursor.fetchone()[0]
+
+
+# -- API services -------------------------------------------------------------------------------
+# Operations the JSON API (queue_app/api/) names that the console does not: replacing an item's
+# evidence, recognising a retried completion, and reading an item's decision history.
+
+
+def replace_evidence(
+    *, item_id: int, actor: User, payload: Any, subject: str | None = None
+) -> ReviewItem:
+    """Replace a pending or leased item's payload (and subject); AlreadyDecided once decided."""
+    with transaction.atomic():
+        _guard_timeouts()
+        # The row lock orders this against a concurrent fenced close: if the close commits
+        # first we see 'decided' and refuse; if we commit first the close re-reads our payload
+        # and the holder's evidence hash no longer matches (EvidenceChanged).
+        item = ReviewItem.objects.select_for_update().filter(pk=item_id).first()
+        if item is None:
+            raise ItemNotFound()
+        if item.state == ItemState.DECIDED:
+            raise AlreadyDecided()
+        before = evidence_hash(subject=item.subject, payload=item.payload)
+        item.payload = payload
+        if subject is not None:
+            item.subject = subject
+        item.evidence_updated_at = database_now()
+        item.save(update_fields=["payload", "subject", "evidence_updated_at"])
+        after = evidence_hash(subject=item.subject, payload=item.payload)
+        ItemEvent.objects.create(
+            item=item,
+            kind=ItemEventKind.EVIDENCE_REPLACED,
+            actor=actor if actor.is_authenticated else None,
+            detail={"previous_evidence_hash": before, "evidence_hash": after},
+        )
+    logger.info(
+        "evidence replaced",
+        extra=_log_extra(item_id=item.pk, trace_id=item.trace_id, reviewer=actor.pk),
+    )
+    return item
+
+
+def find_completed_decision(
+    *,
+    item_id: int,
+    reviewer: User,
+    lease_token: uuid.UUID | str,
+    verdict: str,
+    reason_code: str,
+    evidence_hash: str,
+) -> Decision | None:
+    """Return the decision this exact completion already recorded (a client's retry), if any."""
+    try:
+        token = _parse_token(lease_token)
+    except StaleLease:
+        return None
+    # Decisions store the lease token that fenced them, so a retry is recognised by what it
+    # names, not guessed from timing; a different verdict, reason or hash is not a retry.
+    return (
+        Decision.objects.filter(
+            item_id=item_id,
+            reviewer_id=reviewer.pk,
+            lease_token=token,
+            verdict=verdict,
+            reason_code__code=reason_code,
+            evidence_hash=evidence_hash,
+        )
+        .exclude(verdict=Verdict.OVERTURN)
+        .select_related("reason_code", "reviewer")
+        .first()
+    )
+
+
+def item_decisions(*, item_id: int) -> list[Decision]:
+    """Return the item's decisions in order, with reason, author and effect status loaded."""
+    return list(
+        Decision.objects.filter(item_id=item_id)
+        .select_related("reason_code", "reviewer", "applied", "effect_job")
+        .order_by("id")
+    )

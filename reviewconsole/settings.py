@@ -33,6 +33,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    # Only for its static files: the API docs page (/api/v1/docs) then works offline.
+    "ninja",
     "queue_app",
 ]
 

@@ -1,0 +1,133 @@
+"""Adjudication endpoints: automated workers lease batches and decide, fenced like reviewers."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import Router, Status
+from ninja.decorators import decorate_view
+
+from queue_app import errors, services
+from queue_app.api.auth import client_of, granted_queue, require_scope, visible_item
+from queue_app.api.failures import ApiProblem, limit_body, responses
+from queue_app.api.render import decision_out, leased_out, reload_decision
+from queue_app.api.schemas import (
+    DecisionIn,
+    DecisionOut,
+    ItemId,
+    LeaseOut,
+    LeaseRequest,
+    QueueSlug,
+    ReleaseIn,
+    ReleaseOut,
+)
+from queue_app.models import ApiScope, ItemState
+
+router = Router(tags=["adjudication"])
+
+
+@router.post(
+    "/queues/{slug}/leases",
+    response=responses({200: LeaseOut}, 403, 404, 413),
+    summary="Lease a batch of items",
+)
+@decorate_view(limit_body)
+def lease_batch(
+    request: HttpRequest, slug: QueueSlug, body: LeaseRequest | None = None
+) -> dict[str, Any]:
+    """Lease up to batch_size items for lease_seconds; each comes with its token and evidence hash.
+
+    An empty list means nothing is waiting: poll again later (with jitter).
+    """
+    body = body or LeaseRequest()  # an empty body means the defaults
+    client = client_of(request)
+    require_scope(client, ApiScope.ADJUDICATE)
+    queue = granted_queue(client, slug)
+    items = services.claim_batch(
+        queue=queue,
+        worker=client.user,
+        n=body.batch_size,
+        ttl=timedelta(seconds=body.lease_seconds),
+    )
+    return {
+        "queue": queue.slug,
+        "lease_seconds": body.lease_seconds,
+        "items": [leased_out(item) for item in items],
+    }
+
+
+@router.post(
+    "/items/{item_id}/decision",
+    response=responses({200: DecisionOut, 201: DecisionOut}, 403, 404, 409, 413),
+    summary="Decide a leased item (fenced by its lease token and evidence hash)",
+)
+@decorate_view(limit_body)
+def decide(request: HttpRequest, item_id: ItemId, body: DecisionIn) -> Status[dict[str, Any]]:
+    """Record a verdict: 201 new; 200 for a retry of a completion that already succeeded.
+
+    409 stale_lease or evidence_changed; 422 invalid_reason for a reason outside the closed set.
+    """
+    client = client_of(request)
+    require_scope(client, ApiScope.ADJUDICATE)
+    # The fence is the access check on the happy path: only a lease this client took (which
+    # needed the queue) can close. The item is looked up only when the fence refuses.
+    try:
+        decision = services.submit_decision(
+            item_id=item_id,
+            reviewer=client.user,
+            lease_token=body.lease_token,
+            verdict=body.verdict,
+            reason_code=body.reason_code,
+            evidence_hash=body.evidence_hash,
+            note=body.note,
+        )
+    except errors.StaleLease:
+        item = visible_item(client, item_id)
+        # If this exact completion already went through (a retry after a lost response),
+        # answer with that decision rather than an error or a second decision.
+        earlier = services.find_completed_decision(
+            item_id=item.pk,
+            reviewer=client.user,
+            lease_token=body.lease_token,
+            verdict=body.verdict,
+            reason_code=body.reason_code,
+            evidence_hash=body.evidence_hash,
+        )
+        if earlier is None:
+            raise
+        return Status(200, decision_out(reload_decision(earlier)))
+    except errors.InvalidReason as exc:
+        item = visible_item(client, item_id)
+        allowed = sorted(
+            services.reason_codes_for(queue=item.queue, verdict=body.verdict).values_list(
+                "code", flat=True
+            )
+        )
+        raise ApiProblem(
+            422,
+            "invalid_reason",
+            f"reason_code {body.reason_code!r} is not allowed for {body.verdict} in this queue; "
+            f"allowed: {', '.join(allowed) or 'none'}.",
+            {"field": "reason_code", "allowed": allowed},
+        ) from exc
+    return Status(201, decision_out(decision, fresh_from=(body.reason_code, client.user)))
+
+
+@router.post(
+    "/items/{item_id}/release",
+    response=responses({200: ReleaseOut}, 403, 404, 409, 413),
+    summary="Give a leased item back to its queue",
+)
+@decorate_view(limit_body)
+def release(request: HttpRequest, item_id: ItemId, body: ReleaseIn) -> dict[str, Any]:
+    """Release the lease (fenced by its token); 409 stale_lease if it is no longer yours."""
+    client = client_of(request)
+    require_scope(client, ApiScope.ADJUDICATE)
+    try:
+        services.release_lease(item_id=item_id, reviewer=client.user, lease_token=body.lease_token)
+    except errors.StaleLease:
+        visible_item(client, item_id)  # 404 for an item the client cannot see, else 409
+        raise
+    return {"id": item_id, "state": ItemState.PENDING}

@@ -1,0 +1,96 @@
+"""What the API says about items, leases and decisions (plain dicts the schemas validate)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.base_user import AbstractBaseUser
+
+from queue_app import services
+from queue_app.evidence import evidence_hash
+from queue_app.models import ApiClient, Decision, ItemState, ReviewItem
+
+
+def _applied(decision: Decision) -> tuple[str, Any]:
+    """Return (status, applied_at) of the decision's effect; relations must be preloaded."""
+    if hasattr(decision, "applied"):
+        return "applied", decision.applied.applied_at
+    job = getattr(decision, "effect_job", None)
+    return ("dead" if job is not None and job.dead else "pending"), None
+
+
+def decision_out(
+    decision: Decision, *, fresh_from: tuple[str, AbstractBaseUser] | None = None
+) -> dict[str, Any]:
+    """Render a decision; fresh_from=(reason code, reviewer) for one just inserted."""
+    if fresh_from is not None:
+        # Just inserted in this request: its reason and author are the ones sent, and its
+        # effect cannot have been applied yet; no need to read any of it back.
+        (reason_code, reviewer), (applied, applied_at) = fresh_from, ("pending", None)
+    else:
+        reason_code, reviewer = decision.reason_code.code, decision.reviewer
+        applied, applied_at = _applied(decision)
+    return {
+        "id": decision.pk,
+        "item_id": decision.item_id,
+        "verdict": decision.verdict,
+        "reason_code": reason_code,
+        "evidence_hash": decision.evidence_hash,
+        "note": decision.note,
+        "reviewer": reviewer.get_username(),
+        "lease_token": decision.lease_token,
+        "supersedes": decision.supersedes_id,
+        "corrected_verdict": decision.corrected_verdict,
+        "created_at": decision.created_at,
+        "applied": applied,
+        "applied_at": applied_at,
+    }
+
+
+def reload_decision(decision: Decision) -> Decision:
+    """Return the decision with what decision_out reads (reason, author, effect) preloaded."""
+    return Decision.objects.select_related("reason_code", "reviewer", "applied", "effect_job").get(
+        pk=decision.pk
+    )
+
+
+def item_out(item: ReviewItem, client: ApiClient) -> dict[str, Any]:
+    """Render an item with its decisions in order and the outcome that stands."""
+    decisions = services.item_decisions(item_id=item.pk)
+    superseded = {d.supersedes_id for d in decisions if d.supersedes_id}
+    standing = [d for d in decisions if d.pk not in superseded]
+    return {
+        "id": item.pk,
+        "queue": item.queue.slug,
+        "state": item.state,
+        "subject": item.subject,
+        "priority": item.priority,
+        "payload": item.payload,
+        "evidence_hash": evidence_hash(subject=item.subject, payload=item.payload),
+        "idempotency_key": item.idempotency_key,
+        "source_hash": item.source_hash,
+        "trace_id": item.trace_id,
+        "created_at": item.created_at,
+        "evidence_updated_at": item.evidence_updated_at,
+        "decided_at": item.decided_at,
+        "lease_count": item.lease_count,
+        "lease_expires": item.lease_expires,
+        "leased_to_you": item.state == ItemState.LEASED and item.lease_owner_id == client.user_id,
+        "standing_outcome": standing[-1].standing_verdict if standing else None,
+        "decisions": [decision_out(d) for d in decisions],
+    }
+
+
+def leased_out(item: ReviewItem) -> dict[str, Any]:
+    """Render a freshly leased item: what a worker needs to decide it, fenced."""
+    return {
+        "id": item.pk,
+        "subject": item.subject,
+        "priority": item.priority,
+        "payload": item.payload,
+        "evidence_hash": evidence_hash(subject=item.subject, payload=item.payload),
+        "trace_id": item.trace_id,
+        "lease_token": item.lease_token,
+        "lease_expires": item.lease_expires,
+        "lease_count": item.lease_count,
+    }

@@ -1,0 +1,258 @@
+"""Request and response schemas of the JSON API, and the bounds every input is checked against.
+
+Each bound is declared once (``bounded_int``/``text``): the same declaration puts the range in
+the OpenAPI document and produces the 422 message naming it. Payloads are free-form JSON
+objects whose numbers arrive as Decimal (see wire.ExactParser) and are passed through
+untouched.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import datetime
+from decimal import Decimal
+from typing import Annotated, Any, Literal
+
+from ninja import Schema
+from pydantic import AfterValidator, Field, WithJsonSchema
+from pydantic_core import PydanticCustomError
+
+# The largest request body the API reads, in bytes (a 413 beyond it). Item payloads are
+# evidence for a person to read, not documents; 256 KiB is generous for that.
+MAX_BODY_BYTES = 256 * 1024
+# Nesting and number bounds keep every accepted payload storable as jsonb and renderable.
+MAX_PAYLOAD_DEPTH = 32
+# PostgreSQL numeric holds far more, but a number outside this is a mistake, not evidence.
+MAX_NUMBER_EXPONENT = 1000
+
+BATCH_SIZE = (1, 200)
+LEASE_SECONDS = (1, 120)
+PRIORITY = (-1000, 1000)
+ITEM_ID = (1, 2**63 - 1)
+
+
+def _text_problem(value: str) -> str | None:
+    if "\x00" in value:
+        return "must not contain NUL characters"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "must be valid Unicode (no lone surrogates)"
+    return None
+
+
+def bounded_int(low: int, high: int) -> Any:
+    """Return an int type that must lie in low..high: documented in OpenAPI, checked with a 422."""
+
+    def check(value: int) -> int:
+        if not low <= value <= high:
+            raise PydanticCustomError(
+                "out_of_range", "must be between {low} and {high}", {"low": low, "high": high}
+            )
+        return value
+
+    return Annotated[
+        int,
+        AfterValidator(check),
+        WithJsonSchema({"type": "integer", "minimum": low, "maximum": high}),
+    ]
+
+
+def text(min_length: int, max_length: int, pattern: str | None = None) -> Any:
+    """Return a str type bounded in length (and optionally shape), documented and checked."""
+    compiled = re.compile(pattern) if pattern else None
+    schema: dict[str, Any] = {"type": "string", "minLength": min_length, "maxLength": max_length}
+    if pattern:
+        schema["pattern"] = f"^{pattern}$"
+
+    bounds = {"low": min_length, "high": max_length}
+    length_rule = (
+        "must be exactly {low} characters long"
+        if min_length == max_length
+        else "must be between {low} and {high} characters long"
+    )
+
+    def check(value: str) -> str:
+        problem = _text_problem(value)
+        if problem:
+            raise PydanticCustomError("invalid_text", problem)
+        if not min_length <= len(value) <= max_length:
+            raise PydanticCustomError("length_out_of_range", length_rule, bounds)
+        if compiled and not compiled.fullmatch(value):
+            raise PydanticCustomError(
+                "invalid_format", "must match {pattern}", {"pattern": pattern}
+            )
+        return value
+
+    return Annotated[str, AfterValidator(check), WithJsonSchema(schema)]
+
+
+def _check_payload(value: dict[str, Any]) -> dict[str, Any]:
+    _walk(value, depth=1)
+    return value
+
+
+def _walk(value: Any, *, depth: int) -> None:
+    if depth > MAX_PAYLOAD_DEPTH:
+        raise PydanticCustomError(
+            "too_deep", "must not nest deeper than {depth} levels", {"depth": MAX_PAYLOAD_DEPTH}
+        )
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _walk(key, depth=depth)
+            _walk(item, depth=depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _walk(item, depth=depth + 1)
+    elif isinstance(value, str):
+        problem = _text_problem(value)
+        if problem:
+            raise PydanticCustomError("invalid_text", "strings " + problem)
+    elif isinstance(value, Decimal):
+        if not value.is_finite() or abs(value.adjusted()) > MAX_NUMBER_EXPONENT:
+            raise PydanticCustomError(
+                "number_out_of_range",
+                "numbers must be finite with at most {digits} digits either side of the point",
+                {"digits": MAX_NUMBER_EXPONENT},
+            )
+    elif isinstance(value, float):
+        # The exact parser never produces floats; one here means a caller bypassed it.
+        raise PydanticCustomError("inexact_number", "numbers must be exact decimals")
+
+
+Payload = Annotated[
+    dict[str, Any],
+    AfterValidator(_check_payload),
+    WithJsonSchema(
+        {
+            "type": "object",
+            "additionalProperties": True,
+            "description": "Evidence as a JSON object; numbers are kept exactly (decimal).",
+        }
+    ),
+]
+Subject = text(1, 500)
+QueueSlug = text(1, 64)
+IdempotencyKey = text(1, 200)
+SourceHash = text(1, 128)
+ReasonCodeText = text(1, 64)
+Note = text(0, 10_000)
+EvidenceHash = text(64, 64, "[0-9a-f]{64}")
+ItemId = bounded_int(*ITEM_ID)
+Priority = bounded_int(*PRIORITY)
+BatchSize = bounded_int(*BATCH_SIZE)
+LeaseSeconds = bounded_int(*LEASE_SECONDS)
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+
+class ErrorBody(Schema):
+    code: str = Field(description="Stable, machine-readable: stale_lease, out_of_range, ...")
+    message: str = Field(description="Words for a person.")
+    details: Any = None
+
+
+class ErrorOut(Schema):
+    error: ErrorBody
+
+
+# -- intake -------------------------------------------------------------------------------------
+
+
+class ItemIn(Schema):
+    queue: QueueSlug
+    subject: Subject
+    priority: Priority = 0
+    payload: Payload
+    idempotency_key: IdempotencyKey
+    source_hash: SourceHash
+    trace_id: uuid.UUID | None = None
+
+
+class EvidenceIn(Schema):
+    payload: Payload
+    subject: Subject | None = None
+
+
+class DecisionOut(Schema):
+    id: int
+    item_id: int
+    verdict: str
+    reason_code: str
+    evidence_hash: str
+    note: str
+    reviewer: str
+    lease_token: uuid.UUID | None
+    supersedes: int | None
+    corrected_verdict: str | None
+    created_at: datetime
+    applied: Literal["applied", "pending", "dead"] = Field(
+        description="Whether the decision's effect has been carried out."
+    )
+    applied_at: datetime | None
+
+
+class ItemOut(Schema):
+    id: int
+    queue: str
+    state: Literal["pending", "leased", "decided"]
+    subject: str
+    priority: int
+    payload: dict[str, Any]
+    evidence_hash: str
+    idempotency_key: str
+    source_hash: str
+    trace_id: uuid.UUID
+    created_at: datetime
+    evidence_updated_at: datetime | None
+    decided_at: datetime | None
+    lease_count: int
+    lease_expires: datetime | None
+    leased_to_you: bool
+    standing_outcome: Literal["approve", "reject", "escalate"] | None
+    decisions: list[DecisionOut]
+
+
+# -- leases -------------------------------------------------------------------------------------
+
+
+class LeaseRequest(Schema):
+    batch_size: BatchSize = 20
+    lease_seconds: LeaseSeconds = 30
+
+
+class LeasedItem(Schema):
+    id: int
+    subject: str
+    priority: int
+    payload: dict[str, Any]
+    evidence_hash: str
+    trace_id: uuid.UUID
+    lease_token: uuid.UUID
+    lease_expires: datetime
+    lease_count: int
+
+
+class LeaseOut(Schema):
+    queue: str
+    lease_seconds: int
+    items: list[LeasedItem]
+
+
+class DecisionIn(Schema):
+    lease_token: uuid.UUID
+    verdict: Literal["approve", "reject", "escalate"]
+    reason_code: ReasonCodeText
+    evidence_hash: EvidenceHash
+    note: Note = ""
+
+
+class ReleaseIn(Schema):
+    lease_token: uuid.UUID
+
+
+class ReleaseOut(Schema):
+    id: int
+    state: Literal["pending", "leased", "decided"]
