@@ -12,6 +12,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import Group
+from django.contrib.postgres.indexes import BrinIndex
 from django.db import models
 from django.db.models import Q
 
@@ -232,6 +233,11 @@ class Decision(models.Model):
     class Meta:
         ordering = ["id"]
         permissions = [("can_overturn", "Can overturn a standing decision")]
+        indexes = [
+            # Time windows over the log (/ops/, /metrics, exports). The table is append-only and
+            # created_at grows with the physical order, so a BRIN index of a few pages serves.
+            BrinIndex(fields=["created_at"], name="decision_created_brin"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(verdict__in=[v.value for v in Verdict]), name="decision_verdict_valid"
@@ -305,6 +311,12 @@ class EffectJob(models.Model):
                 fields=["next_attempt_at"],
                 name="effectjob_due",
                 condition=Q(done_at__isnull=True, dead=False),
+            ),
+            # Dead jobs, for the operators' alarm and the admin's Retry list.
+            models.Index(
+                fields=["queue"],
+                name="effectjob_dead",
+                condition=Q(dead=True, done_at__isnull=True),
             ),
         ]
 
