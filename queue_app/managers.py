@@ -45,17 +45,55 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         return list(self.raw(statement, params))
 
     def guard_and_lock_reviewer_queue(
-        self, *, queue_id: int, owner_id: int, lock_timeout_ms: int, statement_timeout_ms: int
-    ) -> None:
-        fetch_dicts(
+        self,
+        *,
+        queue_id: int,
+        owner_id: int,
+        is_superuser: bool,
+        lock_timeout_ms: int,
+        statement_timeout_ms: int,
+    ) -> bool:
+        """Set the timeouts, take the per-reviewer claim lock; return whether they may claim."""
+        rows = fetch_dicts(
             sql.SET_LOCAL_TIMEOUTS_AND_LOCK_REVIEWER_QUEUE,
             {
                 "queue_id": queue_id,
                 "owner_id": owner_id,
+                "is_superuser": is_superuser,
                 "lock_timeout": f"{lock_timeout_ms}ms",
                 "statement_timeout": f"{statement_timeout_ms}ms",
             },
         )
+        return bool(rows[0]["allowed"])
+
+    def guard_and_check_item_access(
+        self,
+        *,
+        item_id: int,
+        owner_id: int,
+        is_superuser: bool,
+        lock_timeout_ms: int,
+        statement_timeout_ms: int,
+    ) -> bool:
+        """Set the timeouts; return whether the user may review the item's queue."""
+        rows = fetch_dicts(
+            sql.SET_LOCAL_TIMEOUTS_AND_CHECK_ITEM_ACCESS,
+            {
+                "item_id": item_id,
+                "owner_id": owner_id,
+                "is_superuser": is_superuser,
+                "lock_timeout": f"{lock_timeout_ms}ms",
+                "statement_timeout": f"{statement_timeout_ms}ms",
+            },
+        )
+        return bool(rows[0]["allowed"])
+
+    def may_review(self, *, queue_id: int, user_id: int, is_superuser: bool) -> bool:
+        rows = fetch_dicts(
+            sql.MAY_REVIEW_QUEUE,
+            {"queue_id": queue_id, "owner_id": user_id, "is_superuser": is_superuser},
+        )
+        return bool(rows[0]["allowed"])
 
     def renew_own_live_lease(
         self, *, queue_id: int, owner_id: int, ttl: timedelta

