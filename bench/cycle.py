@@ -51,6 +51,7 @@ def pgbench_script(*, queue_id: int, reason_id: int, first_user: int, users: int
         "ttl": "interval '600 seconds'",
         "limit": "1",
         "max_leases": "2147483647",
+        "is_superuser": "false",
     }
     lease = {**common, "item_id": ":c_id", "lease_token": "':c_lease_token'"}
     decision = {
@@ -74,7 +75,7 @@ def pgbench_script(*, queue_id: int, reason_id: int, first_user: int, users: int
             bind(sql.CLAIM_ITEMS, common) + "\n\\gset c_",
             "COMMIT;",
             "BEGIN;",
-            bind(sql.SET_LOCAL_TIMEOUTS, common) + ";",
+            bind(sql.SET_LOCAL_TIMEOUTS_AND_CHECK_ITEM_ACCESS, lease) + ";",
             bind(sql.CLOSE_ITEM, lease) + ";",
             bind(sql.INSERT_DECISION, decision) + ";",
             "COMMIT;",
