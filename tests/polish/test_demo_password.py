@@ -41,7 +41,7 @@ def test_demo_password_resets_demo_users_that_already_exist(monkeypatch):
 
     output = _seed(monkeypatch, "a-new-demo-password")
 
-    assert "password from DEMO_PASSWORD" in output
+    assert "password set from DEMO_PASSWORD" in output
     for username in DEMO_USERS:
         assert User.objects.get(username=username).check_password("a-new-demo-password")
 
