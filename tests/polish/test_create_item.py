@@ -24,7 +24,7 @@ def test_it_links_an_escalated_item_to_its_origin(queue):
 
     assert created
     assert ReviewItem.objects.get(pk=item.pk).escalated_from_id == origin.pk
-    # One row, one created event: no second write was needed to add the link.
+    # Created once, like any item: the link is part of the creation, not a later update.
     assert ItemEvent.objects.filter(item=item).count() == 1
 
 
