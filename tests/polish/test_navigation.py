@@ -33,3 +33,16 @@ def test_a_reviewer_refused_operations_is_told_why_and_shown_the_way_back(alice)
 def test_the_console_does_not_offer_operations_to_reviewers(alice):
     page = _client(alice).get(reverse("home")).content.decode()
     assert reverse("ops:dashboard") not in page
+
+
+@pytest.mark.parametrize("url", ["admin:index", "home", "login", "ops:dashboard"])
+def test_every_page_names_its_icon(url, supervisor):
+    page = _client(supervisor).get(reverse(url)).content.decode()
+    assert '<link rel="icon" href="/static/console/favicon.svg" type="image/svg+xml">' in page
+
+
+def test_the_icon_is_served(settings, tmp_path):
+    settings.STATIC_ROOT = tmp_path / "never-collected"
+    response = Client().get("/static/console/favicon.svg")
+    assert response.status_code == 200
+    assert b"<svg" in b"".join(response.streaming_content)
