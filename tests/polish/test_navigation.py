@@ -6,6 +6,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from queue_app.models import Decision
+from tests.conftest import make_items
+
 pytestmark = pytest.mark.django_db
 
 
@@ -46,3 +49,28 @@ def test_the_icon_is_served(settings, tmp_path):
     response = Client().get("/static/console/favicon.svg")
     assert response.status_code == 200
     assert b"<svg" in b"".join(response.streaming_content)
+
+
+def test_a_reviewer_signed_out_mid_decision_lands_on_words_not_a_blank_page(queue, alice):
+    (item,) = make_items(queue, 1)
+    client = Client()
+    to_login = client.post(f"/items/{item.pk}/decide/", {"verdict": "approve"})
+    assert to_login.status_code == 302 and "/accounts/login/" in to_login["Location"]
+
+    back = client.post(
+        to_login["Location"], {"username": "alice", "password": "pw-alice"}, follow=True
+    )
+
+    assert back.redirect_chain[-1][0] == f"/items/{item.pk}/decide/"
+    assert back.status_code == 405 and back["Allow"] == "POST"
+    page = back.content.decode()
+    assert "Nothing was recorded" in page
+    assert 'href="/">Back to my queues</a>' in page
+    assert not Decision.objects.exists()
+
+
+@pytest.mark.parametrize("path", ["/queues/kyc/next/", "/items/1/release/", "/items/1/renew/"])
+def test_the_other_buttons_explain_themselves_too(path, alice):
+    response = _client(alice).get(path)
+    assert response.status_code == 405
+    assert "Nothing was recorded" in response.content.decode()
