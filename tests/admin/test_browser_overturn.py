@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 from playwright.sync_api import Page, expect
 
-from queue_app.models import AppliedDecision, Decision, ReasonCode
+from queue_app.models import AppliedDecision, Decision, Queue, ReasonCode
 from queue_app.services import claim_next, create_item, release_lease
 from tests.admin.conftest import decide, run_apply_worker_once
 from tests.conftest import ARTIFACTS, screenshot
@@ -29,6 +29,7 @@ def _screenshot_down_to(page: Page, element, name: str) -> None:
 @pytest.fixture
 def story(queue, alice, bob) -> Decision:
     """Bob opens the item and gives it back; Alice approves it; the real worker applies that."""
+    Queue.objects.filter(pk=queue.pk).update(name="KYC checks")  # as seed_demo names it
     for code, label in [("verified", "Identity verified"), ("reviewer_error", "Reviewer error")]:
         ReasonCode.objects.filter(queue=queue, code=code).update(label=label)
     for n, name in enumerate(["Jonas Lindqvist", "Mei Chen"]):
