@@ -41,6 +41,12 @@ from queue_app.models import (
 )
 
 
+# Admins and operators (/ops/ shares this frame) should see the product's name, not Django's.
+admin.site.site_header = "Review Console administration"
+admin.site.site_title = "Review Console admin"
+admin.site.index_title = "Configuration and audit"
+
+
 class ReadOnlyAdmin(admin.ModelAdmin):
     """Viewable by anyone with the view permission; nobody adds, changes or deletes here."""
 

@@ -52,6 +52,10 @@ def _name(user: Any) -> str:
     return f"{full} ({user.username})" if full else user.username
 
 
+def _counted(n: Any, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _event_entry(event: ItemEvent, queues: dict[int, str]) -> Entry:
     detail = event.detail or {}
     label = ItemEventKind(event.kind).label if event.kind in ItemEventKind.values else event.kind
@@ -60,7 +64,7 @@ def _event_entry(event: ItemEvent, queues: dict[int, str]) -> Entry:
         details.append(
             f"Moved from {queues.get(detail.get('from_queue_id'), '?')} to "
             f"{queues.get(detail.get('to_queue_id'), '?')} after "
-            f"{detail.get('lease_count', '?')} leases without a decision."
+            f"{_counted(detail.get('lease_count', '?'), 'lease')} without a decision."
         )
     elif event.kind == ItemEventKind.CREATED and "priority" in detail:
         details.append(f"Priority {detail['priority']}.")
@@ -116,7 +120,9 @@ def _decision_entries(decision: Decision) -> list[Entry]:
                 at=job.next_attempt_at,
                 kind="dead",
                 title=f"Decision #{decision.pk} NOT applied: effect job dead",
-                details=[f"{job.attempts} attempts; last error: {job.last_error or '—'}"],
+                details=[
+                    f"{_counted(job.attempts, 'attempt')}; last error: {job.last_error or '—'}"
+                ],
             )
         )
     else:

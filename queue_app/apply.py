@@ -33,7 +33,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from queue_app import effects, sql
-from queue_app.errors import InvalidBounds
+from queue_app.errors import EffectError, InvalidBounds, PermanentEffectError
 from queue_app.jsonutil import exact_dumps
 from queue_app.managers import fetch_dicts
 from queue_app.models import Decision
@@ -149,7 +149,7 @@ def _record_failure(
     policy: RetryPolicy,
     fields: dict[str, Any],
 ) -> None:
-    permanent = isinstance(exc, effects.PermanentEffectError)
+    permanent = isinstance(exc, PermanentEffectError)
     error = f"{type(exc).__name__}: {exc}"[:ERROR_MAX_LENGTH]
     rows = fetch_dicts(
         sql.RECORD_EFFECT_JOB_FAILURE,
@@ -165,7 +165,7 @@ def _record_failure(
     extra = {**fields, "attempts": row["attempts"], "error": error}
     # An EffectError says what went wrong in words; anything else is a bug in a handler, and
     # its traceback is what the person fixing it needs.
-    exc_info = None if isinstance(exc, effects.EffectError) else exc
+    exc_info = None if isinstance(exc, EffectError) else exc
     if row["dead"]:
         log = partial(logger.error, "effect job dead; an operator must retry it")
     else:

@@ -24,9 +24,9 @@ from urllib.parse import urlsplit
 
 from django.utils.module_loading import import_string
 
-from queue_app.errors import ReviewError
+from queue_app.errors import EffectError, PermanentEffectError
 from queue_app.jsonutil import exact_dumps
-from queue_app.models import Decision, ReviewItem, Verdict
+from queue_app.models import Decision, Verdict
 from queue_app.services import create_item
 
 logger = logging.getLogger("queue_app.apply")
@@ -40,18 +40,6 @@ WEBHOOK_READ_TIMEOUT = 10.0
 # Statuses worth another try: the receiver is overloaded, restarting, rate limiting us, or
 # still processing an earlier attempt with the same Idempotency-Key (409, as Stripe answers).
 TRANSIENT_STATUSES = frozenset({408, 409, 425, 429})
-
-
-class EffectError(ReviewError):
-    """An effect could not be carried out this time; the apply worker retries it."""
-
-    message = "The decision's effect could not be carried out; it will be retried."
-
-
-class PermanentEffectError(EffectError):
-    """An effect that retrying cannot fix: the job is marked dead for an operator."""
-
-    message = "The decision's effect was refused; an operator must fix and retry it."
 
 
 def decision_event(decision: Decision) -> dict[str, Any]:
@@ -103,7 +91,7 @@ def escalate(decision: Decision) -> dict[str, Any]:
         )
     # The key is derived from the decision, so even a replay that slipped past AppliedDecision
     # would find this item instead of opening a second one.
-    new_item, created = create_item(
+    new_item, _ = create_item(
         queue=target,
         subject=item.subject,
         payload=item.payload,
@@ -111,11 +99,8 @@ def escalate(decision: Decision) -> dict[str, Any]:
         source_hash=item.source_hash,
         priority=item.priority + 10,
         trace_id=item.trace_id,
+        escalated_from=item,
     )
-    if created:
-        # create_item is the intake path and knows nothing of escalations; link it here, in the
-        # same transaction, so no escalated item is ever visible without its origin.
-        ReviewItem.objects.filter(pk=new_item.pk).update(escalated_from=item)
     return {"escalation_item_id": new_item.pk, "escalation_queue": target.slug}
 
 

@@ -59,3 +59,15 @@ class IdempotencyConflict(ReviewError):
 
 class AlreadyDecided(ReviewError):
     message = "This item has already been decided; its evidence can no longer change."
+
+
+class EffectError(ReviewError):
+    """An effect could not be carried out this time; the apply worker retries it."""
+
+    message = "The decision's effect could not be carried out; it will be retried."
+
+
+class PermanentEffectError(EffectError):
+    """An effect that retrying cannot fix: the job is marked dead for an operator."""
+
+    message = "The decision's effect was refused; an operator must fix and retry it."

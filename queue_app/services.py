@@ -115,11 +115,14 @@ def create_item(
     source_hash: str = "",
     priority: int = 0,
     trace_id: uuid.UUID | None = None,
+    escalated_from: ReviewItem | None = None,
 ) -> tuple[ReviewItem, bool]:
     """Create an item once per idempotency key; return (item, created).
 
     Replaying a key with the same source hash returns the existing item; a different source
     hash for the same key is an IdempotencyConflict (two different things under one name).
+    escalated_from links an escalation to its origin in the same INSERT, so no escalated item
+    is ever visible without it.
     """
     with transaction.atomic():
         try:
@@ -134,6 +137,7 @@ def create_item(
                     source_hash=source_hash,
                     priority=priority,
                     trace_id=trace_id or uuid.uuid4(),
+                    escalated_from=escalated_from,
                 )
         except IntegrityError:
             existing = ReviewItem.objects.filter(idempotency_key=idempotency_key).first()

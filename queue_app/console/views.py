@@ -22,7 +22,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 
 from queue_app.console.evidence import evidence_view
 from queue_app.errors import (
@@ -51,6 +51,10 @@ logger = logging.getLogger("queue_app")
 
 NO_SUCH_ITEM = "There is no such item, or it belongs to a queue you do not have access to."
 DATABASE_BUSY = "The database did not answer in time. Please try again in a moment."
+POST_ONLY = (
+    "Nothing was recorded: this address only takes the buttons on the console's pages. If you "
+    "were signed out while working, open the item again from My queues and submit again."
+)
 
 
 class Refusal(Exception):
@@ -91,6 +95,25 @@ def console_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespons
             )
 
     return login_required(wrapper)
+
+
+def post_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Serve POST only; answer anything else 405 with words, not Django's blank page."""
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.method == "POST":
+            return view(request, *args, **kwargs)
+        # Reached by a GET when the login page sends someone back here after their session
+        # ended mid-submit (its ?next= is this address), or by a bookmark.
+        response = render(
+            request, "console/refused.html", {"title": "Not available", "message": POST_ONLY}
+        )
+        response.status_code = 405
+        response["Allow"] = "POST"
+        return response
+
+    return wrapper
 
 
 def _queue_for(request: HttpRequest, slug: str) -> Queue:
@@ -150,7 +173,7 @@ def home(request: HttpRequest) -> HttpResponse:
     )
 
 
-@require_POST
+@post_only
 @console_view
 def queue_next(request: HttpRequest, slug: str) -> HttpResponse:
     """Lease the next item of the queue to me (or give back the one I hold) and open it."""
@@ -221,7 +244,7 @@ def _render_item(
 # -- fenced writes ------------------------------------------------------------------------------
 
 
-@require_POST
+@post_only
 @console_view
 def item_decide(request: HttpRequest, item_id: int) -> HttpResponse:
     """Record my verdict on an item I hold, then open the next item of the same queue."""
@@ -276,7 +299,7 @@ def _open_next(request: HttpRequest, queue: Queue) -> HttpResponse:
     return redirect("item", item_id=nxt.pk)
 
 
-@require_POST
+@post_only
 @console_view
 def item_release(request: HttpRequest, item_id: int) -> HttpResponse:
     """Give an item I hold back to its queue."""
@@ -295,7 +318,7 @@ def item_release(request: HttpRequest, item_id: int) -> HttpResponse:
     return redirect("home")
 
 
-@require_POST
+@post_only
 @console_view
 def item_renew(request: HttpRequest, item_id: int) -> HttpResponse:
     """Extend my lease: JSON for the page's heartbeat, a redirect for a plain form post."""

@@ -7,14 +7,20 @@ everything but not overturn). Reviewers (alice, bob) are not staff and get no ad
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 from django.contrib.auth.models import Group, Permission, User
+from django.db import connection
 from django.test import Client
 
 from queue_app.admin_permissions import admin_group_permissions
 from queue_app.models import Decision, ReviewItem
 from queue_app.services import claim_next, submit_decision
 from tests.conftest import make_items, shown_hash
+from tests.worker.conftest import PROJECT_DIR, database_url
 
 
 def _staff(username: str, **fields) -> User:
@@ -74,3 +80,21 @@ def approved(queue, alice) -> Decision:
     """An item alice approved."""
     (item,) = make_items(queue, 1, prefix="Applicant")
     return decide(item, alice)
+
+
+def run_apply_worker_once() -> str:
+    """Run the real `manage.py run_apply_worker --once` against the test database; return its log.
+
+    Only committed decisions are visible to it, so callers use django_db(transaction=True).
+    """
+    env = {**os.environ, "DATABASE_URL": database_url(connection.settings_dict)}
+    done = subprocess.run(
+        [sys.executable, "manage.py", "run_apply_worker", "--once", "--escalate-every", "0"],
+        cwd=PROJECT_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout + done.stderr

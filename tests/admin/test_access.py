@@ -80,3 +80,10 @@ def test_an_anonymous_visitor_is_sent_to_log_in(approved, client):
     response = client.get(reverse("admin:queue_app_decision_overturn", args=[approved.pk]))
     assert response.status_code == 302
     assert response["Location"].startswith(reverse("admin:login"))
+
+
+def test_the_admin_names_the_product_not_django(root):
+    page = client_for(root).get(reverse("admin:index")).content.decode()
+    assert "<title>Configuration and audit | Review Console admin</title>" in page
+    assert "Review Console administration" in page
+    assert "Django administration" not in page

@@ -7,9 +7,9 @@ from decimal import Decimal
 import pytest
 from playwright.sync_api import Page, expect
 
-from queue_app.models import AppliedDecision, Decision, ReasonCode
+from queue_app.models import AppliedDecision, Decision, Queue, ReasonCode
 from queue_app.services import claim_next, create_item, release_lease
-from tests.admin.conftest import decide
+from tests.admin.conftest import decide, run_apply_worker_once
 from tests.conftest import ARTIFACTS, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -28,7 +28,8 @@ def _screenshot_down_to(page: Page, element, name: str) -> None:
 
 @pytest.fixture
 def story(queue, alice, bob) -> Decision:
-    """Bob opens the item and gives it back; Alice approves it; the worker applies that."""
+    """Bob opens the item and gives it back; Alice approves it; the real worker applies that."""
+    Queue.objects.filter(pk=queue.pk).update(name="KYC checks")  # as seed_demo names it
     for code, label in [("verified", "Identity verified"), ("reviewer_error", "Reviewer error")]:
         ReasonCode.objects.filter(queue=queue, code=code).update(label=label)
     for n, name in enumerate(["Jonas Lindqvist", "Mei Chen"]):
@@ -53,9 +54,8 @@ def story(queue, alice, bob) -> Decision:
     lease = claim_next(queue=queue, reviewer=bob)
     release_lease(item_id=item.pk, reviewer=bob, lease_token=lease.lease_token)
     approved = decide(item, alice)
-    # What the apply worker records when it has carried a decision out (the worker itself is
-    # another engineer's branch; its row is all the timeline reads).
-    AppliedDecision.objects.create(decision=approved, outcome={"effect": "log"})
+    run_apply_worker_once()
+    assert AppliedDecision.objects.filter(decision=approved).exists()
     return approved
 
 
@@ -92,7 +92,8 @@ def test_a_supervisor_overturns_a_decision_from_the_item_history(
     expect(history).to_contain_text(f"Overturn #{overturn.pk} of decision #{story.pk}: now reject")
     expect(history).to_contain_text(f"Decision #{overturn.pk} waiting for the apply worker")
 
-    AppliedDecision.objects.create(decision=overturn, outcome={"effect": "log"})
+    # The operator's worker picks the overturn up like any decision.
+    run_apply_worker_once()
     page.reload()
     expect(history).to_contain_text(f"Decision #{overturn.pk} applied")
     screenshot(page, "admin-item-page")

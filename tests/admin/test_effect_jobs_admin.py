@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from queue_app.models import EffectJob
+from queue_app.apply import apply_one
+from queue_app.models import EffectJob, Queue
 from tests.admin.conftest import client_for, decide
 from tests.conftest import make_items
 
@@ -14,12 +15,13 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def jobs(queue, alice) -> list[EffectJob]:
-    items = make_items(queue, 2)
-    decisions = [decide(item, alice) for item in items]
-    # What the worker leaves behind when it gives up on the first one.
-    EffectJob.objects.filter(decision=decisions[0]).update(
-        dead=True, attempts=8, last_error="ConnectionRefusedError: ledger down"
-    )
+    """Two decisions; the worker gave up on the first (its queue's webhook had no URL)."""
+    first, second = make_items(queue, 2)
+    Queue.objects.filter(pk=queue.pk).update(effect="webhook", webhook_url="")
+    decide(first, alice)
+    assert apply_one()  # a configuration error: dead at once, no retries
+    Queue.objects.filter(pk=queue.pk).update(effect="log")
+    decide(second, alice)
     return list(EffectJob.objects.order_by("decision_id"))
 
 
@@ -28,7 +30,7 @@ def test_the_dead_filter_lists_only_dead_jobs(jobs, compliance):
         reverse("admin:queue_app_effectjob_changelist"), {"status": "dead"}
     )
     assert [job.pk for job in response.context["cl"].result_list] == [jobs[0].pk]
-    assert "ledger down" in response.content.decode()
+    assert "uses the webhook effect but has no URL" in response.content.decode()
 
 
 def test_retry_puts_a_dead_job_back_in_line(jobs, compliance):
@@ -61,4 +63,7 @@ def test_the_item_timeline_says_when_an_effect_gave_up(jobs, compliance):
         .content.decode()
     )
     assert f"Decision #{jobs[0].pk} NOT applied: effect job dead" in page
-    assert "8 attempts; last error: ConnectionRefusedError: ledger down" in page
+    assert (
+        "1 attempt; last error: PermanentEffectError: "
+        "Queue &#x27;kyc&#x27; uses the webhook effect but has no URL." in page
+    )

@@ -11,6 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from queue_app.apply import apply_one
 from queue_app.exports import COLUMNS
 from queue_app.models import AppliedDecision, Decision
 from queue_app.services import claim_next, overturn_decision, submit_decision
@@ -26,6 +27,7 @@ NULLABLE = {"supersedes", "corrected_verdict", "applied_at"}
 def history(queue, alice, bob, compliance, reviewers_group) -> list[Decision]:
     first, _ = make_items(queue, 2, prefix="Applicant")
     approved = decide(first, alice)
+    assert apply_one()  # the worker carries it out: the only applied_at in this history
     claimed = claim_next(queue=queue, reviewer=bob)
     rejected = submit_decision(
         item_id=claimed.pk,
@@ -43,7 +45,6 @@ def history(queue, alice, bob, compliance, reviewers_group) -> list[Decision]:
         reason_code="reviewer_error",
         note="Expired passport",
     )
-    AppliedDecision.objects.create(decision=approved, outcome={"effect": "log"})
     other = make_queue("recon", group=reviewers_group)
     (third,) = make_items(other, 1)
     elsewhere = decide(third, alice)

@@ -9,7 +9,7 @@ from django.db.models import F
 
 from queue_app import effects
 from queue_app.apply import RetryPolicy, apply_batch, apply_one
-from queue_app.errors import InvalidBounds
+from queue_app.errors import InvalidBounds, PermanentEffectError
 from queue_app.models import AppliedDecision, EffectJob, Verdict
 from queue_app.services import overturn_decision
 from tests.conftest import make_queue
@@ -190,5 +190,5 @@ def test_it_resolves_a_dotted_path_to_a_callable():
     ],
 )
 def test_it_refuses_an_effect_it_cannot_run(name, words):
-    with pytest.raises(effects.PermanentEffectError, match=words):
+    with pytest.raises(PermanentEffectError, match=words):
         effects.resolve(name)

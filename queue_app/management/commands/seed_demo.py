@@ -227,10 +227,12 @@ class Command(BaseCommand):
                     "email": f"{username}@example.test",
                 },
             )
-            if created:
+            # An explicit DEMO_PASSWORD is (re)applied to existing demo users too: it is how
+            # someone who missed the generated password printed on the first run gets back in.
+            if created or (password and not user.check_password(password)):
                 user.set_password(generated)
                 user.save()
-                created_any = True
+                created_any = created_any or created
             user.groups.add(admins if is_admin else reviewers)
 
         rng = random.Random(20261129)
@@ -248,11 +250,20 @@ class Command(BaseCommand):
                 )
                 made += created
         self.stdout.write(f"Seeded demo data: {made} new items.")
-        if created_any and not password:
+        if password:
+            self.stdout.write(
+                "Demo users admin, alice, bob and carol: password set from DEMO_PASSWORD."
+            )
+        elif created_any:
             self.stdout.write(
                 self.style.WARNING(
                     "Demo users admin, alice, bob and carol were created with password: "
                     f"{generated}\n"
                     "(shown once; set DEMO_PASSWORD to choose it)."
                 )
+            )
+        else:
+            self.stdout.write(
+                "Demo users admin, alice, bob and carol already exist, with the password printed "
+                "when they were created. Lost it? Run again with DEMO_PASSWORD=<new password>."
             )
