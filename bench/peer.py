@@ -114,7 +114,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
-    clients_list, units = ([1, 2], 200) if args.smoke else ([1, 8, 32], 6_000)
+    clients_list, units = ([1, 2], 100) if args.smoke else ([1, 8, 32], 3_000)
 
     scratch_database(DB)
     from django.contrib.auth.models import Group, User
