@@ -35,7 +35,10 @@ def _conninfo() -> str:
 def _procrastinate_app():
     import procrastinate
 
-    app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=_conninfo()))
+    # One pooled connection per worker (concurrency 1), as ours has one per process; the
+    # default pool (4 connections) times 32 processes exceeds the server's max_connections.
+    connector = procrastinate.PsycopgConnector(conninfo=_conninfo(), min_size=1, max_size=2)
+    app = procrastinate.App(connector=connector)
 
     @app.task(name="noop", queue="bench")
     def noop() -> None:
@@ -46,15 +49,14 @@ def _procrastinate_app():
 
 def _peer_worker(_: int) -> float:
     app, _noop = _procrastinate_app()
-    with app.open():
-        # wait=False: exit once no job is left; no NOTIFY wait needed for a drained queue.
-        app.run_worker(
-            queues=["bench"],
-            concurrency=1,
-            wait=False,
-            install_signal_handlers=False,
-            delete_jobs="never",
-        )
+    # run_worker opens the app's async pool itself. wait=False: exit once no job is left.
+    app.run_worker(
+        queues=["bench"],
+        concurrency=1,
+        wait=False,
+        install_signal_handlers=False,
+        delete_jobs="never",
+    )
     return peak_rss_mb()
 
 
