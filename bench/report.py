@@ -21,16 +21,17 @@ def verdict(ok: bool) -> str:
 
 def main() -> None:
     lines = ["# Benchmark results", ""]
-    machine = next(
-        (r["machine"] for n in ("claims", "cycle", "apply", "web", "peer") if (r := load(n))), None
-    )
+    names = ("claims", "cycle", "profile", "web", "apply", "peer")
+    dates = sorted(r["machine"]["date"] for n in names if (r := load(n)))
+    machine = next((r["machine"] for n in names if (r := load(n))), None)
     if machine:
         lines += [
-            f"Run of {machine['date']} on {machine['cores']} cores, {machine['memory']} "
-            f"memory, PostgreSQL {machine['postgresql']}, Python {machine['python']}.",
-            "Reproduce: `bench/run_all` (each scenario alone: the command in its section).",
-            "Ratios are measured side by side in one process or the same minute; absolute "
-            "times are context only.",
+            f"Run of {dates[0][:10]}, {dates[0][11:16]} to {dates[-1][11:16]} UTC "
+            f"(scenario start times), on {machine['cores']} cores, {machine['memory']} memory, "
+            f"PostgreSQL {machine['postgresql']}, Python {machine['python']}.",
+            "Reproduce: `bench/run_all` (each scenario alone: the command in its section; "
+            "`bench/README.md`).",
+            "Ratios are measured side by side in one run; absolute times are context only.",
             "",
         ]
     if claims := load("claims"):
@@ -98,6 +99,18 @@ def main() -> None:
             "",
             f"{cycle['seconds']:.0f} s per level and side. Target ≥ 0.6 at 8 and 32 processes: "
             f"{verdict(worst >= 0.6)} (worst {worst}, {worst / 0.6:.0%} of the target).",
+            "",
+        ]
+    if profile := load("profile"):
+        lines += [
+            "## Where a B3 cycle's time goes (`bench/profile_cycle.py`)",
+            "",
+            f"{profile['cycles']} cycles of claim_next + submit_decision in one process: "
+            f"**{profile['statements_per_cycle']:g} SQL statements per cycle**; "
+            f"{profile['wall_ms_per_cycle']:.1f} ms wall per cycle, "
+            f"{profile['db_share']:.0%} of it inside database calls; CPU per cycle "
+            f"{profile['client_cpu_ms_per_cycle']:.1f} ms in the Python client and "
+            f"{profile['server_cpu_ms_per_cycle']:.1f} ms in its server backend.",
             "",
         ]
     if web := load("web"):
