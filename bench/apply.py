@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (
     ROOT,
-    database_url,
+    bench_database,
     drop_database,
     machine,
     peak_rss_mb,
@@ -166,7 +166,7 @@ def lag(queue: Any, reviewers: list[Any], *, seconds: float, notify: bool) -> di
         [sys.executable, "manage.py", "run_apply_worker", *args],
         cwd=ROOT,
         # INFO, as an operator runs it: the log lines are part of the worker's cost.
-        env={**os.environ, "DATABASE_URL": database_url(DB), "LOG_LEVEL": "INFO"},
+        env={**os.environ, "LOG_LEVEL": "INFO"},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -231,10 +231,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
-    per_batch, lag_seconds = (60, 1.0) if args.smoke else (3_000, 20.0)
+    per_batch, lag_seconds = (30, 0.5) if args.smoke else (3_000, 20.0)
 
     os.environ["LOG_LEVEL"] = "INFO"
-    scratch_database(DB)
+    db = bench_database(DB, smoke=args.smoke)
+    scratch_database(db)
     devnull = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
     for handler in logging.getLogger().handlers:
         if isinstance(handler, logging.StreamHandler):
@@ -274,7 +275,7 @@ def main() -> None:
             "bench_process_peak_rss_mb": results["peak_rss_mb"],
         }
     finally:
-        drop_database(DB)
+        drop_database(db)
     print("wrote", write_results("apply-smoke" if args.smoke else "apply", results))
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (
+    bench_database,
     machine,
     peak_rss_mb,
     percentiles,
@@ -197,7 +198,7 @@ def main() -> None:
         samples = 1_000
     samples = args.samples or samples
 
-    scratch_database("rc_bench_claims")
+    scratch_database(bench_database("rc_bench_claims", smoke=args.smoke))
     from django.contrib.auth.models import User
 
     from queue_app.models import Queue

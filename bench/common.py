@@ -113,6 +113,11 @@ def psycopg_errors() -> Any:
     return psycopg.errors
 
 
+def bench_database(base: str, *, smoke: bool) -> str:
+    """Return a scenario's scratch database name; a smoke run never touches a full run's."""
+    return f"{base}_smoke" if smoke else base
+
+
 def scratch_database(dbname: str, *, fresh: bool = True) -> str:
     """Create (or recreate) dbname as a migrated copy, point Django at it; return its URL."""
     template = _migrated_template()

@@ -21,15 +21,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import machine, peak_rss_mb, scratch_database, server_params, write_results
+from bench.common import (
+    bench_database,
+    machine,
+    peak_rss_mb,
+    scratch_database,
+    write_results,
+)
 
 DB = "rc_bench_peer"
 
 
 def _conninfo() -> str:
-    p = server_params()
-    port = f" port={p['port']}" if p["port"] else ""
-    return f"host={p['host']}{port} user={p['user']} dbname={DB}"
+    # scratch_database() points DATABASE_URL at this run's database; spawned workers inherit it.
+    return os.environ["DATABASE_URL"]
 
 
 def _procrastinate_app():
@@ -116,9 +121,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
-    clients_list, units = ([1, 2], 100) if args.smoke else ([1, 8, 32], 3_000)
+    clients_list, units = ([2], 60) if args.smoke else ([1, 8, 32], 3_000)
 
-    scratch_database(DB)
+    scratch_database(bench_database(DB, smoke=args.smoke))
     from django.contrib.auth.models import Group, User
     from django.db import connection
 

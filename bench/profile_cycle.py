@@ -24,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import drop_database, machine, scratch_database, write_results
+from bench.common import bench_database, drop_database, machine, scratch_database, write_results
 
 DB = "rc_bench_profile"
 
@@ -64,7 +64,8 @@ def main() -> None:
     args = parser.parse_args()
     cycles = 20 if args.smoke else 300
 
-    scratch_database(DB)
+    db = bench_database(DB, smoke=args.smoke)
+    scratch_database(db)
     from django.contrib.auth.models import Group, User
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
@@ -145,8 +146,8 @@ def main() -> None:
             print(f"  {mean:8.3f} ms  {label}")
         print(out.getvalue())
     finally:
-        drop_database(DB)
-    print("wrote", write_results("profile-smoke" if args.smoke else "profile", results))
+        drop_database(db)
+    print("wrote", write_results("profile_cycle-smoke" if args.smoke else "profile_cycle", results))
 
 
 if __name__ == "__main__":

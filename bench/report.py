@@ -21,7 +21,7 @@ def verdict(ok: bool) -> str:
 
 def main() -> None:
     lines = ["# Benchmark results", ""]
-    names = ("claims", "cycle", "profile", "web", "apply", "peer")
+    names = ("claims", "cycle", "profile_cycle", "web", "apply", "peer")
     dates = sorted(r["machine"]["date"] for n in names if (r := load(n)))
     machine = next((r["machine"] for n in names if (r := load(n))), None)
     if machine:
@@ -101,7 +101,7 @@ def main() -> None:
             f"{verdict(worst >= 0.6)} (worst {worst}, {worst / 0.6:.0%} of the target).",
             "",
         ]
-    if profile := load("profile"):
+    if profile := load("profile_cycle"):
         lines += [
             "## Where a B3 cycle's time goes (`bench/profile_cycle.py`)",
             "",

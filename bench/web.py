@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (
     ROOT,
+    bench_database,
     drop_database,
     machine,
     peak_rss_mb,
@@ -216,11 +217,13 @@ def run_phase(reviewers: list[Reviewer], seconds: float, rate: float | None) -> 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
-    parser.add_argument("--workers", type=int, default=4, help="gunicorn workers")
+    parser.add_argument("--workers", type=int, default=None, help="gunicorn workers (4)")
     args = parser.parse_args()
-    users, seconds, stock = (2, 1.5, 300) if args.smoke else (16, 20.0, 30_000)
+    users, seconds, stock = (2, 1.0, 300) if args.smoke else (16, 20.0, 30_000)
+    workers = args.workers or (2 if args.smoke else 4)
 
-    url = scratch_database(DB)
+    db = bench_database(DB, smoke=args.smoke)
+    url = scratch_database(db)
     from django.contrib.auth.models import Group, User
     from django.db import connection
 
@@ -251,7 +254,7 @@ def main() -> None:
     connection.close()
 
     log = Path(tempfile.mkstemp(prefix="bench-web-", suffix=".log")[1])
-    proc, port = start_gunicorn(url, args.workers, log)
+    proc, port = start_gunicorn(url, workers, log)
     try:
         reviewers = [Reviewer(port, f"web-{i}") for i in range(users)]
         for r in reviewers:
@@ -260,7 +263,7 @@ def main() -> None:
             "machine": machine(),
             "smoke": args.smoke,
             "users": users,
-            "gunicorn_workers": args.workers,
+            "gunicorn_workers": workers,
             "seconds": seconds,
         }
         peak = run_phase(reviewers, seconds, None)
@@ -284,7 +287,7 @@ def main() -> None:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
         log.unlink(missing_ok=True)
-        drop_database(DB)
+        drop_database(db)
     print("wrote", write_results("web-smoke" if args.smoke else "web", results))
 
 
