@@ -175,7 +175,7 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
     clients_list, seconds, stock = (
-        ([1, 2], 1.0, 1_000) if args.smoke else ([1, 8, 32], 15.0, 200_000)
+        ([1, 2], 1.0, 5_000) if args.smoke else ([1, 8, 32], 15.0, 200_000)
     )
 
     db = bench_database(DB, smoke=args.smoke)
