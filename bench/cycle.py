@@ -24,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (
+    bench_database,
     machine,
     peak_rss_mb,
     scratch_database,
@@ -136,7 +137,7 @@ def run_python(clients: int, users: list[int], queue_id: int, seconds: float) ->
     }
 
 
-def run_pgbench(clients: int, script: str, seconds: float) -> dict:
+def run_pgbench(clients: int, script: str, seconds: float, dbname: str) -> dict:
     p = server_params()
     with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as f:
         f.write(script)
@@ -157,7 +158,7 @@ def run_pgbench(clients: int, script: str, seconds: float) -> dict:
         p["host"],
         "-U",
         p["user"],
-        DB,
+        dbname,
     ]
     if p["port"]:
         cmd[1:1] = ["-p", p["port"]]
@@ -175,10 +176,11 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
     clients_list, seconds, stock = (
-        ([1, 2], 2.0, 3_000) if args.smoke else ([1, 8, 32], 15.0, 200_000)
+        ([1, 2], 1.0, 5_000) if args.smoke else ([1, 8, 32], 15.0, 200_000)
     )
 
-    scratch_database(DB)
+    db = bench_database(DB, smoke=args.smoke)
+    scratch_database(db)
     from django.contrib.auth.models import Group, User
     from django.db import connection
 
@@ -214,7 +216,7 @@ def main() -> None:
     results = {"machine": machine(), "smoke": args.smoke, "seconds": seconds, "levels": {}}
     for clients in clients_list:
         ours = run_python(clients, users, queue.pk, seconds)
-        base = run_pgbench(clients, script, seconds)
+        base = run_pgbench(clients, script, seconds, db)
         ratio = round(ours["per_second"] / base["per_second"], 2) if base["per_second"] else None
         results["levels"][str(clients)] = {"services": ours, "pgbench": base, "ratio": ratio}
         print(

@@ -21,21 +21,29 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import machine, peak_rss_mb, scratch_database, server_params, write_results
+from bench.common import (
+    bench_database,
+    machine,
+    peak_rss_mb,
+    scratch_database,
+    write_results,
+)
 
 DB = "rc_bench_peer"
 
 
 def _conninfo() -> str:
-    p = server_params()
-    port = f" port={p['port']}" if p["port"] else ""
-    return f"host={p['host']}{port} user={p['user']} dbname={DB}"
+    # scratch_database() points DATABASE_URL at this run's database; spawned workers inherit it.
+    return os.environ["DATABASE_URL"]
 
 
 def _procrastinate_app():
     import procrastinate
 
-    app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=_conninfo()))
+    # One pooled connection per worker (concurrency 1), as ours has one per process; the
+    # default pool (4 connections) times 32 processes exceeds the server's max_connections.
+    connector = procrastinate.PsycopgConnector(conninfo=_conninfo(), min_size=1, max_size=2)
+    app = procrastinate.App(connector=connector)
 
     @app.task(name="noop", queue="bench")
     def noop() -> None:
@@ -46,15 +54,14 @@ def _procrastinate_app():
 
 def _peer_worker(_: int) -> float:
     app, _noop = _procrastinate_app()
-    with app.open():
-        # wait=False: exit once no job is left; no NOTIFY wait needed for a drained queue.
-        app.run_worker(
-            queues=["bench"],
-            concurrency=1,
-            wait=False,
-            install_signal_handlers=False,
-            delete_jobs="never",
-        )
+    # run_worker opens the app's async pool itself. wait=False: exit once no job is left.
+    app.run_worker(
+        queues=["bench"],
+        concurrency=1,
+        wait=False,
+        install_signal_handlers=False,
+        delete_jobs="never",
+    )
     return peak_rss_mb()
 
 
@@ -114,9 +121,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
-    clients_list, units = ([1, 2], 200) if args.smoke else ([1, 8, 32], 6_000)
+    clients_list, units = ([2], 60) if args.smoke else ([1, 8, 32], 3_000)
 
-    scratch_database(DB)
+    scratch_database(bench_database(DB, smoke=args.smoke))
     from django.contrib.auth.models import Group, User
     from django.db import connection
 

@@ -21,16 +21,17 @@ def verdict(ok: bool) -> str:
 
 def main() -> None:
     lines = ["# Benchmark results", ""]
-    machine = next(
-        (r["machine"] for n in ("claims", "cycle", "apply", "web", "peer") if (r := load(n))), None
-    )
+    names = ("claims", "cycle", "profile_cycle", "web", "apply", "peer")
+    dates = sorted(r["machine"]["date"] for n in names if (r := load(n)))
+    machine = next((r["machine"] for n in names if (r := load(n))), None)
     if machine:
         lines += [
-            f"Run of {machine['date']} on {machine['cores']} cores, {machine['memory']} "
-            f"memory, PostgreSQL {machine['postgresql']}, Python {machine['python']}.",
-            "Reproduce: `bench/run_all` (each scenario alone: the command in its section).",
-            "Ratios are measured side by side in one process or the same minute; absolute "
-            "times are context only.",
+            f"Run of {dates[0][:10]}, {dates[0][11:16]} to {dates[-1][11:16]} UTC "
+            f"(scenario start times), on {machine['cores']} cores, {machine['memory']} memory, "
+            f"PostgreSQL {machine['postgresql']}, Python {machine['python']}.",
+            "Reproduce: `bench/run_all` (each scenario alone: the command in its section; "
+            "`bench/README.md`).",
+            "Ratios are measured side by side in one run; absolute times are context only.",
             "",
         ]
     if claims := load("claims"):
@@ -55,6 +56,9 @@ def main() -> None:
             f"p50 at the most leases vs none: claim_next {ratio['service']}x, "
             f"reference {ratio['reference']}x — target ≤ 1.3x: "
             f"{verdict(ratio['service'] <= 1.3)}.",
+            "",
+            f"Peak RSS of the benchmark process (claims run in-process): "
+            f"{claims.get('peak_rss_mb')} MiB.",
             "",
         ]
         if "b2" in claims:
@@ -91,53 +95,122 @@ def main() -> None:
                 f" | {r['ratio']} | {r['services']['peak_rss_mb_per_process']} |"
             )
         worst = min(r["ratio"] for k, r in cycle["levels"].items() if k != "1")
-        lines += ["", f"Target ≥ 0.6 at 8 and 32 processes: {verdict(worst >= 0.6)}.", ""]
+        lines += [
+            "",
+            f"{cycle['seconds']:.0f} s per level and side. Target ≥ 0.6 at 8 and 32 processes: "
+            f"{verdict(worst >= 0.6)} (worst {worst}, {worst / 0.6:.0%} of the target).",
+            "",
+        ]
+    if profile := load("profile_cycle"):
+        lines += [
+            "## Where a B3 cycle's time goes (`bench/profile_cycle.py`)",
+            "",
+            f"{profile['cycles']} cycles of claim_next + submit_decision in one process: "
+            f"**{profile['statements_per_cycle']:g} SQL statements per cycle**; "
+            f"{profile['wall_ms_per_cycle']:.1f} ms wall per cycle, "
+            f"{profile['db_share']:.0%} of it inside database calls; CPU per cycle "
+            f"{profile['client_cpu_ms_per_cycle']:.1f} ms in the Python client and "
+            f"{profile['server_cpu_ms_per_cycle']:.1f} ms in its server backend.",
+            "",
+        ]
     if web := load("web"):
+        nxt = web["max"]["pages"].get("next")
         lines += [
             "## B4 reviewer cycle over HTTP through gunicorn (`bench/web.py`)",
             "",
-            f"{web['users']} reviewers, {web['gunicorn_workers']} gunicorn workers; "
-            f"maximum {web['max']['per_second']} cycles/s; web peak RSS "
-            f"{web.get('web_peak_rss_mb')} MiB (all workers).",
+            f"{web['users']} reviewers, {web['gunicorn_workers']} gunicorn workers, "
+            f"{web['seconds']:.0f} s per phase. One cycle = item page + decide (the decide view "
+            "records the verdict, claims the next item and redirects to it).",
             "",
-            "| load | cycles/s | next p50/p99 ms | item page p50/p99 ms | decide p50/p99 ms |",
-            "|---|---:|---:|---:|---:|",
+            "| load | cycles/s | item page p50 / p99 ms | decide + next p50 / p99 ms |",
+            "|---|---:|---:|---:|",
         ]
-        for key in ("at_50pct", "at_90pct"):
+        for key, label in (
+            ("max", "maximum (closed loop)"),
+            ("at_50pct", "50%"),
+            ("at_90pct", "90%"),
+        ):
             r = web[key]
             pages = r["pages"]
             lines.append(
-                f"| {key[3:5]}% | {r['per_second']} | "
+                f"| {label} | {r['per_second']} | "
                 + " | ".join(
-                    f"{pages[p]['p50']:.1f} / {pages[p]['p99']:.1f}"
-                    for p in ("next", "item", "decide")
+                    f"{pages[p]['p50']:.1f} / {pages[p]['p99']:.1f}" for p in ("item", "decide")
                 )
                 + " |"
             )
-        lines.append("")
-    if apply := load("apply"):
+        lines += [""]
+        if nxt:
+            lines += [
+                f"*Next item* when a reviewer starts: p50 {nxt['p50']:.1f} ms, "
+                f"p99 {nxt['p99']:.1f} ms (n={nxt['n']}).",
+                "",
+            ]
         lines += [
-            "## B5 apply worker (`bench/apply.py`)",
+            f"Peak RSS: gunicorn master + workers {web.get('web_peak_rss_mb')} MiB; "
+            f"load generator {web.get('load_generator_peak_rss_mb')} MiB.",
             "",
-            "```",
-            json.dumps(apply.get("summary", apply), indent=2),
-            "```",
+        ]
+    if apply := load("apply"):
+        summary = apply["summary"]
+        lines += [
+            "## B5 apply worker, `log` effect (`bench/apply.py`)",
+            "",
+            f"Throughput: {apply['decisions_per_batch_size']:,} decisions drained per batch "
+            "size by `apply_batch` in one process.",
+            "",
+            "| batch size | decisions applied /s |",
+            "|---:|---:|",
+        ]
+        for size, rate in summary["applied_per_second"].items():
+            lines.append(f"| {size} | {rate:,.0f} |")
+        lines += [
+            "",
+            f"Lag from decision commit to applied, decisions at a steady {apply['rate']}/s for "
+            f"{apply['lag_seconds']:.0f} s through the services, one `run_apply_worker` "
+            "(batch 10, poll interval 1 s):",
+            "",
+            "| wake-up | achieved rate /s | lag p50 ms | lag p99 ms | max ms | "
+            "worker peak RSS MiB |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for key, label in (("notify", "LISTEN/NOTIFY"), ("poll", "poll only")):
+            r = apply[key]
+            lines.append(
+                f"| {label} | {r['achieved_rate']} | {r['lag_ms']['p50']:.1f} | "
+                f"{r['lag_ms']['p99']:.1f} | {r['lag_ms']['max']:.1f} | "
+                f"{r['worker_peak_rss_mb']} |"
+            )
+        p99 = summary["lag_p99_ms"]["notify"]
+        lines += [
+            "",
+            f"Target lag p99 < {summary['lag_target_p99_ms']:.0f} ms with NOTIFY: "
+            f"{verdict(summary['lag_target_met'])} ({p99:.1f} ms). Benchmark process peak RSS "
+            f"{summary['bench_process_peak_rss_mb']} MiB.",
             "",
         ]
     if peer := load("peer"):
         lines += [
             "## B6 peer: procrastinate (`bench/peer.py`)",
             "",
-            "| processes | ours /s | procrastinate /s | ratio | procrastinate defer /s |",
-            "|---:|---:|---:|---:|---:|",
+            f"{peer['units']:,} units drained per side and level.",
+            "",
+            "| processes | ours /s | procrastinate /s | ratio | procrastinate defer /s | "
+            "peak RSS per process ours / procrastinate MiB |",
+            "|---:|---:|---:|---:|---:|---:|",
         ]
         for level, r in peer["levels"].items():
             lines.append(
                 f"| {level} | {r['ours_per_second']} | {r['peer_per_second']} | "
-                f"{r['ratio']} | {r['peer_defer_per_second']} |"
+                f"{r['ratio']} | {r['peer_defer_per_second']} | "
+                f"{r['ours_peak_rss_mb']} / {r['peer_peak_rss_mb']} |"
             )
         worst = min(r["ratio"] for r in peer["levels"].values())
-        lines += ["", f"Target ≥ 1.0 at every count: {verdict(worst >= 1.0)}.", ""]
+        lines += [
+            "",
+            f"Target ≥ 1.0 at every count: {verdict(worst >= 1.0)} (worst {worst}).",
+            "",
+        ]
     notes = Path(__file__).resolve().parent / "NOTES.md"
     if notes.exists():
         lines += [notes.read_text()]

@@ -1,8 +1,12 @@
 """B4: the reviewer cycle over HTTP (next -> item page -> decide) through gunicorn.
 
-A bounded load script (standard library only): each simulated reviewer logs in once, then
-repeats the cycle. First a closed loop finds the maximum rate; then open loops at 50% and 90%
-of it record p50/p99 per page. Loopback only, bounded in time.
+A bounded load script (standard library only): each simulated reviewer logs in once at
+/accounts/login/, presses Next (POST /queues/web/next/), then repeats what a reviewer does:
+open the item page, post the decision form (lease_token, evidence_hash, verdict, reason_code,
+note). The decide view records the verdict, claims the next item and redirects to it, so one
+cycle is two requests, and "next" is only timed when a reviewer starts. First a closed loop
+finds the maximum rate; then paced loops at 50% and 90% of it record p50/p99 per page.
+Peak memory is the sum of VmHWM over gunicorn's master and workers. Loopback only.
 
     .venv/bin/python bench/web.py            # full run
     .venv/bin/python bench/web.py --smoke    # tiny, for CI
@@ -18,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -25,7 +30,17 @@ from urllib.parse import urlencode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import ROOT, machine, percentiles, scratch_database, write_results
+from bench.common import (
+    ROOT,
+    bench_database,
+    drop_database,
+    machine,
+    peak_rss_mb,
+    percentiles,
+    scratch_database,
+    tree_peak_rss_mb,
+    write_results,
+)
 
 DB = "rc_bench_web"
 PASSWORD = "bench-password-123"
@@ -38,6 +53,7 @@ class Reviewer:
         self.port = port
         self.username = username
         self.cookies: dict[str, str] = {}
+        self.current: str | None = None
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
 
     def request(self, method: str, path: str, form: dict | None = None) -> tuple[int, dict, str]:
@@ -75,37 +91,47 @@ class Reviewer:
             raise RuntimeError(f"login failed for {self.username}: {status}")
 
     def cycle(self, timings: dict[str, list[float]]) -> bool:
-        t0 = time.perf_counter()
-        status, headers, _ = self.request("POST", "/queues/web/next/", {})
+        """Do one review as the console's flow goes; return False when the queue is empty."""
+        if self.current is None:
+            # Only at the start and after an empty queue: deciding already opens the next item.
+            t0 = time.perf_counter()
+            status, headers, _ = self.request("POST", "/queues/web/next/", {})
+            timings["next"].append((time.perf_counter() - t0) * 1000)
+            self.current = _item_path(status, headers)
+            if self.current is None:
+                return False
         t1 = time.perf_counter()
-        location = headers.get("Location", "")
-        match = re.search(r"/items/(\d+)/", location)
-        if status != 302 or not match:
-            return False
-        status, _, page = self.request("GET", location)
+        status, _, page = self.request("GET", self.current)
         t2 = time.perf_counter()
         token = re.search(r'name="lease_token" value="([^"]+)"', page)
         evidence = re.search(r'name="evidence_hash" value="([^"]+)"', page)
         if status != 200 or not token or not evidence:
             raise RuntimeError(f"item page without a decision form ({status})")
-        status, _, _ = self.request(
+        status, headers, _ = self.request(
             "POST",
-            f"/items/{match.group(1)}/decide/",
+            self.current.rstrip("/") + "/decide/",
             {
                 "lease_token": token.group(1),
                 "evidence_hash": evidence.group(1),
                 "verdict": "approve",
+                # The form posts the reason's code (templates/console/item.html).
                 "reason_code": "ok",
                 "note": "",
             },
         )
         t3 = time.perf_counter()
-        if status not in (200, 302):
-            raise RuntimeError(f"decide answered {status}")
-        timings["next"].append((t1 - t0) * 1000)
+        if status != 302:
+            raise RuntimeError(f"decide answered {status}, not a redirect")
         timings["item"].append((t2 - t1) * 1000)
         timings["decide"].append((t3 - t2) * 1000)
+        # The decide view claims the next item and redirects to it (home when the queue is empty).
+        self.current = _item_path(status, headers)
         return True
+
+
+def _item_path(status: int, headers: dict[str, str]) -> str | None:
+    match = re.search(r"/items/\d+/", headers.get("Location", ""))
+    return match.group(0) if status == 302 and match else None
 
 
 def free_port() -> int:
@@ -114,7 +140,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_gunicorn(url: str, workers: int) -> tuple[subprocess.Popen, int]:
+def start_gunicorn(url: str, workers: int, log: Path) -> tuple[subprocess.Popen, int]:
+    """Start gunicorn on a free port (stderr to log) and wait until it accepts connections."""
     port = free_port()
     env = {**os.environ, "DATABASE_URL": url, "LOG_LEVEL": "WARNING", "DEBUG": "false"}
     proc = subprocess.Popen(
@@ -130,9 +157,11 @@ def start_gunicorn(url: str, workers: int) -> tuple[subprocess.Popen, int]:
         ],
         cwd=ROOT,
         env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=log.open("w"),
         start_new_session=True,
     )
-    deadline = time.time() + 60
+    deadline = time.time() + 180  # start-up is slow on a loaded machine
     while time.time() < deadline:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1):
@@ -140,26 +169,7 @@ def start_gunicorn(url: str, workers: int) -> tuple[subprocess.Popen, int]:
         except OSError:
             time.sleep(0.2)
     proc.kill()
-    raise RuntimeError("gunicorn did not start")
-
-
-def tree_peak_rss_mb(pid: int) -> float:
-    """Sum of peak RSS (VmHWM) over gunicorn's master and workers."""
-    total = 0
-    pids = [pid] + [
-        int(p)
-        for p in subprocess.run(
-            ["pgrep", "-P", str(pid)], capture_output=True, text=True
-        ).stdout.split()
-    ]
-    for p in pids:
-        try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    total += int(line.split()[1])
-        except OSError:
-            pass
-    return round(total / 1024, 1)
+    raise RuntimeError(f"gunicorn did not start: {log.read_text()[-1500:]}")
 
 
 def run_phase(reviewers: list[Reviewer], seconds: float, rate: float | None) -> dict:
@@ -207,11 +217,13 @@ def run_phase(reviewers: list[Reviewer], seconds: float, rate: float | None) -> 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
-    parser.add_argument("--workers", type=int, default=4, help="gunicorn workers")
+    parser.add_argument("--workers", type=int, default=None, help="gunicorn workers (4)")
     args = parser.parse_args()
-    users, seconds, stock = (2, 2.0, 300) if args.smoke else (16, 20.0, 30_000)
+    users, seconds, stock = (2, 1.0, 300) if args.smoke else (16, 20.0, 30_000)
+    workers = args.workers or (2 if args.smoke else 4)
 
-    url = scratch_database(DB)
+    db = bench_database(DB, smoke=args.smoke)
+    url = scratch_database(db)
     from django.contrib.auth.models import Group, User
     from django.db import connection
 
@@ -241,7 +253,8 @@ def main() -> None:
         c.execute("VACUUM ANALYZE queue_app_reviewitem")
     connection.close()
 
-    proc, port = start_gunicorn(url, args.workers)
+    log = Path(tempfile.mkstemp(prefix="bench-web-", suffix=".log")[1])
+    proc, port = start_gunicorn(url, workers, log)
     try:
         reviewers = [Reviewer(port, f"web-{i}") for i in range(users)]
         for r in reviewers:
@@ -250,7 +263,7 @@ def main() -> None:
             "machine": machine(),
             "smoke": args.smoke,
             "users": users,
-            "gunicorn_workers": args.workers,
+            "gunicorn_workers": workers,
             "seconds": seconds,
         }
         peak = run_phase(reviewers, seconds, None)
@@ -268,9 +281,13 @@ def main() -> None:
                 flush=True,
             )
         results["web_peak_rss_mb"] = tree_peak_rss_mb(proc.pid)
+        results["load_generator_peak_rss_mb"] = peak_rss_mb()
+        print(f"B4 gunicorn peak RSS (master + workers): {results['web_peak_rss_mb']} MiB")
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
+        log.unlink(missing_ok=True)
+        drop_database(db)
     print("wrote", write_results("web-smoke" if args.smoke else "web", results))
 
 

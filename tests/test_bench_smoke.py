@@ -12,10 +12,43 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# What each scenario must have measured, beyond the machine description: a figure per level
+# and the peak memory of the processes it ran.
+EXPECTED = {
+    "claims.py": lambda r: r["b1"]["levels"] and r["b2"]["levels"] and r["peak_rss_mb"] > 0,
+    "cycle.py": lambda r: (
+        all(
+            level["services"]["cycles"] > 0 and level["pgbench"]["per_second"] > 0
+            for level in r["levels"].values()
+        )
+        and r["peak_rss_mb"] > 0
+    ),
+    "web.py": lambda r: (
+        r["max"]["cycles"] > 0
+        and r["at_90pct"]["pages"]["decide"]["n"] > 0
+        and r["web_peak_rss_mb"] > 0
+    ),
+    "apply.py": lambda r: (
+        all(rate > 0 for rate in r["summary"]["applied_per_second"].values())
+        and r["summary"]["lag_p99_ms"]["notify"] > 0
+        and r["summary"]["worker_peak_rss_mb"] > 0
+    ),
+    "peer.py": lambda r: (
+        all(
+            level["ours_per_second"] > 0 and level["peer_per_second"] > 0
+            for level in r["levels"].values()
+        )
+        and r["peak_rss_mb"] > 0
+    ),
+    "profile_cycle.py": lambda r: r["statements_per_cycle"] > 0,
+}
+
 
 @pytest.mark.slow
-@pytest.mark.parametrize("script", ["claims.py"])
+@pytest.mark.parametrize("script", sorted(EXPECTED))
 def test_bench_script_runs_in_smoke_mode(script):
+    written = ROOT / "bench" / "results" / f"{script.removesuffix('.py')}-smoke.json"
+    written.unlink(missing_ok=True)  # a file left by an earlier run must not pass for this one
     env = {**os.environ, "LOG_LEVEL": "WARNING"}
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / script), "--smoke"],
@@ -26,7 +59,7 @@ def test_bench_script_runs_in_smoke_mode(script):
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    written = ROOT / "bench" / "results" / f"{script.removesuffix('.py')}-smoke.json"
     results = json.loads(written.read_text())
     assert results["smoke"] is True
     assert results["machine"]["postgresql"]
+    assert EXPECTED[script](results), results

@@ -1,0 +1,154 @@
+"""Where a claim + decide cycle spends its time: SQL round trips and a cProfile of the services.
+
+Counts the statements one cycle (claim_next + submit_decision) sends, lists them in order,
+splits wall time between the database (as Django's cursor wrapper times it) and the rest,
+and prints cProfile's top functions by own time. The analysis in bench/NOTES.md comes from it.
+
+    .venv/bin/python bench/profile_cycle.py            # 300 profiled cycles
+    .venv/bin/python bench/profile_cycle.py --smoke    # 20 cycles
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import re
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import bench_database, drop_database, machine, scratch_database, write_results
+
+DB = "rc_bench_profile"
+
+
+def _cycle(queue: Any, reviewer: Any) -> None:
+    from queue_app.evidence import evidence_hash
+    from queue_app.services import claim_next, submit_decision
+
+    item = claim_next(queue=queue, reviewer=reviewer)
+    submit_decision(
+        item_id=item.pk,
+        reviewer=reviewer,
+        lease_token=item.lease_token,
+        verdict="approve",
+        reason_code="ok",
+        evidence_hash=evidence_hash(subject=item.subject, payload=item.payload),
+    )
+
+
+def _label(statement: str) -> str:
+    """Shorten a statement to its opening words, for counting."""
+    return re.sub(r"\d+", "N", " ".join(statement.split()))[:90]
+
+
+def _cpu_seconds(pid: int) -> float:
+    """Return user + system CPU seconds of a local process (the server backend), 0 if hidden."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--smoke", action="store_true")
+    args = parser.parse_args()
+    cycles = 20 if args.smoke else 300
+
+    db = bench_database(DB, smoke=args.smoke)
+    scratch_database(db)
+    from django.contrib.auth.models import Group, User
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from queue_app.models import Queue, ReasonCode, ReviewItem
+
+    try:
+        group = Group.objects.create(name="Profile")
+        queue = Queue.objects.create(slug="profile", name="Profile")
+        queue.reviewer_groups.add(group)
+        ReasonCode.objects.create(queue=queue, verdict="approve", code="ok", label="OK")
+        reviewer = User.objects.create_user("profile-reviewer")
+        reviewer.groups.add(group)
+        ReviewItem.objects.bulk_create(
+            ReviewItem(
+                queue=queue, subject=f"p {i}", payload={"amount": "12.50"}, idempotency_key=f"p{i}"
+            )
+            for i in range(2 * cycles + 10)
+        )
+        _cycle(queue, reviewer)  # warm caches and connections
+
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            backend = cursor.fetchone()[0]
+        server0 = _cpu_seconds(backend)
+        with CaptureQueriesContext(connection) as ctx:
+            t0, c0 = time.perf_counter(), time.process_time()
+            for _ in range(cycles):
+                _cycle(queue, reviewer)
+            wall, client_cpu = time.perf_counter() - t0, time.process_time() - c0
+        server_cpu = _cpu_seconds(backend) - server0
+        by_label: dict[str, list[float]] = {}
+        for q in ctx.captured_queries:
+            by_label.setdefault(_label(q["sql"]), []).append(float(q["time"]) * 1000)
+        per_cycle = len(ctx.captured_queries) / cycles
+        db_seconds = sum(float(q["time"]) for q in ctx.captured_queries)
+        counts = Counter(_label(q["sql"]) for q in ctx.captured_queries)
+        one_cycle = [_label(q["sql"]) for q in ctx.captured_queries[: round(per_cycle)]]
+
+        # CPU time, not wall: on a loaded machine wall time is mostly waiting for a core.
+        profiler = cProfile.Profile(time.process_time)
+        profiler.enable()
+        for _ in range(cycles):
+            _cycle(queue, reviewer)
+        profiler.disable()
+        out = io.StringIO()
+        stats = pstats.Stats(profiler, stream=out)
+        stats.sort_stats("cumulative").print_stats(r"queue_app|logging/__init__|json|hashlib", 25)
+
+        results = {
+            "machine": machine(),
+            "smoke": args.smoke,
+            "cycles": cycles,
+            "statements_per_cycle": round(per_cycle, 2),
+            "one_cycle": one_cycle,
+            "statement_counts_per_cycle": {k: round(v / cycles, 2) for k, v in counts.items()},
+            "wall_ms_per_cycle": round(wall / cycles * 1000, 3),
+            "db_ms_per_cycle": round(db_seconds / cycles * 1000, 3),
+            "db_share": round(db_seconds / wall, 3),
+            "client_cpu_ms_per_cycle": round(client_cpu / cycles * 1000, 3),
+            "server_cpu_ms_per_cycle": round(server_cpu / cycles * 1000, 3),
+            "statement_mean_ms": {
+                k: round(sum(v) / len(v), 3) for k, v in sorted(by_label.items())
+            },
+        }
+        print(f"statements per cycle: {per_cycle:.2f}")
+        for i, label in enumerate(one_cycle, 1):
+            print(f"  {i:>2}. {label}")
+        print(
+            f"wall {results['wall_ms_per_cycle']} ms/cycle, of which in the database cursor "
+            f"{results['db_ms_per_cycle']} ms ({results['db_share']:.0%})"
+        )
+        print(
+            f"CPU per cycle: client (this process) {results['client_cpu_ms_per_cycle']} ms, "
+            f"server backend {results['server_cpu_ms_per_cycle']} ms"
+        )
+        for label, mean in results["statement_mean_ms"].items():
+            print(f"  {mean:8.3f} ms  {label}")
+        print(out.getvalue())
+    finally:
+        drop_database(db)
+    print("wrote", write_results("profile_cycle-smoke" if args.smoke else "profile_cycle", results))
+
+
+if __name__ == "__main__":
+    main()
