@@ -12,17 +12,15 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, Permission, User
-from django.test import Client
-
 from axes.models import AccessAttempt, AccessFailureLog, AccessLog
+from django.contrib.auth.models import Group, Permission, User
 from django.contrib.contenttypes.models import ContentType
 from django.db.models.functions import Now
+from django.test import Client
 
 from queue_app.api.auth import issue_api_client
 from queue_app.apply import apply_one
 from queue_app.models import (
-    ApiClient,
     ChainVerification,
     Decision,
     EffectJob,

@@ -1,4 +1,4 @@
-"""Every route × every kind of caller → the answer it must get, generated from the URLconf.
+"""Every route by every kind of caller → the answer it must get, generated from the URLconf.
 
 The routes come from walking the resolver (routes.py), so a URL added anywhere is requested by
 every persona and fails here until the table below says what each persona should get.
@@ -128,7 +128,9 @@ EXPECTED: list[tuple[str, dict[str, str]]] = [
 
 def expected_for(route: Route) -> dict[str, str] | None:
     """Return the first table row whose pattern matches the route's name or pattern."""
-    return next((want for pattern, want in EXPECTED if fnmatch.fnmatchcase(route.key, pattern)), None)
+    return next(
+        (want for pattern, want in EXPECTED if fnmatch.fnmatchcase(route.key, pattern)), None
+    )
 
 
 def test_every_route_has_an_expected_answer_for_every_persona():
