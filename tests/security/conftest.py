@@ -172,3 +172,11 @@ def decision_body(item: ReviewItem, **fields: Any) -> dict[str, Any]:
         "note": "",
         **fields,
     }
+
+
+@pytest.fixture
+def alice_client(alice) -> Client:
+    """A browser session logged in as alice (the login itself is tested in test_login_throttle)."""
+    client = Client()
+    client.force_login(alice)
+    return client
