@@ -153,8 +153,9 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 
-# Content-Security-Policy (django-csp): nothing inline, nothing from elsewhere. The API docs page
-# (/api/v1/docs) is the one exception, scoped in queue_app/api/urls.py.
+# Content-Security-Policy (django-csp): nothing inline, nothing from elsewhere, on every page. The
+# API docs page needs no exception: django-ninja serves Swagger UI from its own static files and
+# passes its settings in a JSON data block, which a policy does not treat as script.
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": [SELF],
