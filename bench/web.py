@@ -117,6 +117,8 @@ def free_port() -> int:
 def start_gunicorn(url: str, workers: int) -> tuple[subprocess.Popen, int]:
     port = free_port()
     env = {**os.environ, "DATABASE_URL": url, "LOG_LEVEL": "WARNING", "DEBUG": "false"}
+    # Loopback, plain http: keep production settings but without the redirect to https.
+    env.update(SECURE_SSL_REDIRECT="false", SECURE_COOKIES="false")
     proc = subprocess.Popen(
         [
             str(ROOT / ".venv" / "bin" / "gunicorn"),
