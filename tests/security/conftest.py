@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from axes.models import AccessAttempt, AccessFailureLog, AccessLog
+from django.conf import settings
 from django.contrib.auth.models import Group, Permission, User
 from django.contrib.contenttypes.models import ContentType
 from django.db.models.functions import Now
@@ -52,14 +53,22 @@ class World:
         """Return the pk of an existing row of app.model."""
         return self.samples[f"{app}.{model}"]
 
+    sessions: dict[str, str]  # persona -> session key, logged in once up front
+
     def client(self, persona: str) -> Client:
         """Return a test client acting as the persona (session or bearer token)."""
         if persona in self.tokens:
             return Client(headers={"Authorization": f"Bearer {self.tokens[persona]}"})
         client = Client()
-        if persona in self.users:
-            client.force_login(self.users[persona])
+        if persona in self.sessions:
+            client.cookies[settings.SESSION_COOKIE_NAME] = self.sessions[persona]
         return client
+
+
+def _session_key(user: User) -> str:
+    client = Client()
+    client.force_login(user)
+    return client.cookies[settings.SESSION_COOKIE_NAME].value
 
 
 @pytest.fixture
@@ -149,8 +158,10 @@ def world(queue, alice, bob, stranger, viewer, root) -> World:
         "queue_app.chainverification": chain.pk,
         **_access_rows(),
     }
+    users = {"stranger": stranger, "reviewer": alice, "viewer": viewer, "admin": root}
     return World(
-        users={"stranger": stranger, "reviewer": alice, "viewer": viewer, "admin": root},
+        users=users,
+        sessions={persona: _session_key(user) for persona, user in users.items()},
         tokens={"api_scoped": scoped_token, "api_unscoped": unscoped_token},
         held=held,
         robot_held=robot_held,
