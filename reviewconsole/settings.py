@@ -45,6 +45,8 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # Inside SessionMiddleware, so the expiry it extends is saved on the way out.
+    "reviewconsole.idle_sessions.IdleSessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -135,11 +137,12 @@ if env.bool("TRUST_X_FORWARDED_PROTO", default=False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_HTTPONLY = True
 
-# Sessions end after SESSION_IDLE_MINUTES without a request: every request pushes the expiry
-# forward. The item page's lease heartbeat is a request too, so a reviewer reading evidence in
+# Sessions end after SESSION_IDLE_MINUTES without a request: a request pushes the expiry forward
+# (at most once a minute, reviewconsole/idle_sessions.py, rather than a session write on every
+# request). The item page's lease heartbeat is a request too, so a reviewer reading evidence in
 # a visible tab stays signed in (the heartbeat stops while the tab is hidden).
 SESSION_COOKIE_AGE = env.int("SESSION_IDLE_MINUTES", default=30) * 60
-SESSION_SAVE_EVERY_REQUEST = True
+SESSION_REFRESH_SECONDS = 60
 
 # Login throttling (django-axes): LOGIN_FAILURE_LIMIT wrong passwords for one username from one
 # address lock that pair out for LOGIN_COOLOFF_MINUTES, on the console and admin logins alike.
