@@ -55,6 +55,8 @@ def scratch_database() -> None:
         netloc = f"{host}:{port}" if port else host
         os.environ["DATABASE_URL"] = f"postgres://{user}@{netloc}/{DBNAME}"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewconsole.settings")
+    # Loopback, plain http: without DEBUG the settings would redirect every request to https.
+    os.environ.setdefault("SECURE_SSL_REDIRECT", "false")
     os.environ["LOG_LEVEL"] = "WARNING"
     os.environ["DEBUG"] = "false"
     import django

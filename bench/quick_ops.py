@@ -24,6 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewconsole.settings")
+# Loopback, plain http: without DEBUG the settings would redirect every request to https.
+os.environ.setdefault("SECURE_SSL_REDIRECT", "false")
 
 import warnings
 

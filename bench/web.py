@@ -144,6 +144,8 @@ def start_gunicorn(url: str, workers: int, log: Path) -> tuple[subprocess.Popen,
     """Start gunicorn on a free port (stderr to log) and wait until it accepts connections."""
     port = free_port()
     env = {**os.environ, "DATABASE_URL": url, "LOG_LEVEL": "WARNING", "DEBUG": "false"}
+    # Loopback, plain http: keep production settings but without the redirect to https.
+    env.update(SECURE_SSL_REDIRECT="false", SECURE_COOKIES="false")
     proc = subprocess.Popen(
         [
             str(ROOT / ".venv" / "bin" / "gunicorn"),

@@ -7,16 +7,17 @@ overrides through the environment (see README.md, "Configuration").
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import environ
+from csp.constants import NONE, SELF
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env(
     DEBUG=(bool, False),
     ALLOWED_HOSTS=(list, ["localhost", "127.0.0.1", "[::1]", "testserver"]),
-    SECURE_COOKIES=(bool, False),
 )
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
@@ -36,18 +37,24 @@ INSTALLED_APPS = [
     # Only for its static files: the API docs page (/api/v1/docs) then works offline.
     "ninja",
     "queue_app",
+    "axes",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     # WhiteNoise, falling back to the app folders until collectstatic has run.
     "reviewconsole.staticfiles.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # Inside SessionMiddleware, so the expiry it extends is saved on the way out.
+    "reviewconsole.idle_sessions.IdleSessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "reviewconsole.urls"
@@ -114,9 +121,58 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
+# -- security (README.md, "Security") -------------------------------------------------------------
+# Production is HTTPS-only by default: with DEBUG off, http redirects to https, HSTS is sent and
+# cookies are Secure. Each can be turned off from the environment; development (DEBUG=true) and
+# the test suite (reviewconsole/settings_test.py) speak plain http.
+HTTPS_ONLY = not DEBUG
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=HTTPS_ONLY)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=HTTPS_ONLY)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31_536_000 if HTTPS_ONLY else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
+# The header only makes a domain eligible; listing it is a separate, deliberate submission.
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=True)
+# Behind a TLS-terminating proxy Django sees plain http; trust the proxy's X-Forwarded-Proto only
+# when told to, since a client reaching the app directly could otherwise claim https.
+if env.bool("TRUST_X_FORWARDED_PROTO", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_HTTPONLY = True
-SESSION_COOKIE_SECURE = env("SECURE_COOKIES")
-CSRF_COOKIE_SECURE = env("SECURE_COOKIES")
+
+# Sessions end after SESSION_IDLE_MINUTES without a request: a request pushes the expiry forward
+# (at most once a minute, reviewconsole/idle_sessions.py, rather than a session write on every
+# request). The item page's lease heartbeat is a request too, so a reviewer reading evidence in
+# a visible tab stays signed in (the heartbeat stops while the tab is hidden).
+SESSION_COOKIE_AGE = env.int("SESSION_IDLE_MINUTES", default=30) * 60
+SESSION_REFRESH_SECONDS = 60
+
+# Login throttling (django-axes): LOGIN_FAILURE_LIMIT wrong passwords for one username from one
+# address lock that pair out for LOGIN_COOLOFF_MINUTES, on the console and admin logins alike.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("LOGIN_COOLOFF_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+
+# Content-Security-Policy (django-csp): nothing inline, nothing from elsewhere, on every page. The
+# API docs page needs no exception: django-ninja serves Swagger UI from its own static files and
+# passes its settings in a JSON data block, which a policy does not treat as script.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "frame-ancestors": [NONE],
+        "form-action": [SELF],
+    }
+}
+# -- end of security ------------------------------------------------------------------------------
 
 # The claim and the fenced writes run with these so a stuck lock elsewhere in the table
 # turns into a clean error instead of a reviewer staring at a spinner.

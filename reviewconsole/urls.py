@@ -1,11 +1,25 @@
 """URL configuration: the console, operations pages, the API and Django admin."""
 
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path
+
+# Not django.contrib.auth.urls: its password-reset pages mail a link, and this deployment sends
+# no mail (a reset POST would fail). A forgotten password is reset by an admin.
+accounts = [
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("password_change/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path(
+        "password_change/done/",
+        auth_views.PasswordChangeDoneView.as_view(),
+        name="password_change_done",
+    ),
+]
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("accounts/", include("django.contrib.auth.urls")),
+    path("accounts/", include(accounts)),
     path("api/v1/", include("queue_app.api.urls")),
     path("", include("queue_app.ops.urls")),
     path("", include("queue_app.urls")),

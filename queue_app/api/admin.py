@@ -28,13 +28,15 @@ from queue_app.api.auth import (
 )
 from queue_app.models import ApiClient
 
-TOKEN_ONCE = """{% extends "admin/base_site.html" %}
+TOKEN_ONCE = """{% extends "admin/base_site.html" %}{% load static %}
+{% block extrastyle %}{{ block.super }}
+<link rel="stylesheet" href="{% static 'reviewadmin/admin.css' %}">{% endblock %}
 {% block content %}
 <h1>API client “{{ client.name }}” created</h1>
 <p>This is its token. <strong>It is shown only this once</strong>: copy it into the client's
 secret store now. Only a hash is kept; a lost token cannot be recovered, only replaced by
 creating a new client and revoking this one.</p>
-<p><code id="api-token" style="font-size:1.2em;user-select:all">{{ token }}</code></p>
+<p><code id="api-token">{{ token }}</code></p>
 <p>Use it as <code>Authorization: Bearer &lt;token&gt;</code> on /api/v1/.</p>
 <p><a href="{{ change_url }}">Continue to the client</a></p>
 {% endblock %}

@@ -16,8 +16,8 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def admin_client(client):
-    User.objects.create_superuser("root", password="pw-root")
-    client.login(username="root", password="pw-root")
+    root = User.objects.create_superuser("root", password="pw-root")
+    client.force_login(root)
     return client
 
 

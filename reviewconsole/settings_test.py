@@ -1,0 +1,14 @@
+"""Settings for the test suite: the production settings, spoken over plain http.
+
+The test client, live_server and the servers tests start in subprocesses (which inherit
+DJANGO_SETTINGS_MODULE) talk http on loopback, so the HTTPS-only defaults are switched off
+here and nowhere else. tests/security checks the production settings themselves.
+"""
+
+from __future__ import annotations
+
+from reviewconsole.settings import *  # noqa: F403
+
+SECURE_SSL_REDIRECT = False
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = False
+SECURE_HSTS_SECONDS = 0

@@ -1,0 +1,152 @@
+"""Every route the URLconf serves, found by walking the resolver, and a concrete request for each.
+
+The authorization matrix iterates these, so a route added anywhere (an app, admin, the API) is
+requested by every persona and must have an expected answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+
+from queue_app.jsonutil import exact_dumps
+from tests.security.conftest import World, decision_body
+
+
+@dataclass(frozen=True)
+class Route:
+    """One resolvable route: its name (namespaced) or, when unnamed, its full pattern."""
+
+    key: str
+    pattern: str
+    name: str | None
+
+
+def all_routes() -> list[Route]:
+    """Return every URL pattern reachable from the root URLconf, recursing into includes."""
+    return list(_walk(get_resolver(), "", ""))
+
+
+def _walk(resolver: URLResolver, prefix: str, namespace: str) -> Iterator[Route]:
+    for entry in resolver.url_patterns:
+        if isinstance(entry, URLResolver):
+            inner = namespace + (f"{entry.namespace}:" if entry.namespace else "")
+            yield from _walk(entry, prefix + str(entry.pattern), inner)
+        elif isinstance(entry, URLPattern):
+            pattern = prefix + str(entry.pattern)
+            name = namespace + entry.name if entry.name else None
+            yield Route(key=name or pattern, pattern=pattern, name=name)
+
+
+# Write-only endpoints, requested with the method they accept; everything else is a GET.
+POST_ROUTES = {
+    "logout",
+    "queue-next",
+    "item-decide",
+    "item-release",
+    "item-renew",
+    "ops:retry_dead_job",
+    "api:create_item",
+    "api:lease_batch",
+    "api:decide",
+    "api:release",
+}
+PUT_ROUTES = {"api:replace_evidence"}
+
+_ADMIN_MODEL = re.compile(r"^admin:(?P<app>auth|queue_app|axes)_(?P<model>[a-z]+)_[a-z]+$")
+_ADMIN_OBJECT_REDIRECT = re.compile(r"^admin/(?P<app>\w+)/(?P<model>\w+)/<path:object_id>/$")
+
+
+@dataclass(frozen=True)
+class Probe:
+    method: str
+    path: str
+    data: Any = None
+    content_type: str | None = None
+
+
+def probe_for(route: Route, world: World) -> Probe:
+    """Return a request that reaches this route with real objects, as its owner would send it."""
+    path = _path_for(route, world)
+    method = "POST" if route.key in POST_ROUTES else "PUT" if route.key in PUT_ROUTES else "GET"
+    if route.key.startswith("api:") and method != "GET":
+        body = _api_body(route.key, world)
+        return Probe(method, path, exact_dumps(body), "application/json")
+    if method == "POST":
+        return Probe(method, path, _form_for(route.key, world))
+    return Probe(method, path)
+
+
+def _path_for(route: Route, world: World) -> str:
+    if route.name is None:
+        if match := _ADMIN_OBJECT_REDIRECT.match(route.pattern):
+            pk = world.sample_pk(match["app"], match["model"])
+            return f"/admin/{match['app']}/{match['model']}/{pk}/"
+        if route.pattern == "admin/(?P<url>.*)$":
+            return "/admin/no-such-page/"
+        if route.pattern == "api/v1/^(?P<path>.*)$":
+            return "/api/v1/no-such-endpoint"
+        raise AssertionError(f"no sample request for the unnamed route {route.pattern!r}")
+    kwargs: dict[str, Any] = {}
+    resolver_kwargs = _kwarg_names(route)
+    if "object_id" in resolver_kwargs:
+        match = _ADMIN_MODEL.match(route.key)
+        if route.key == "admin:view_on_site":
+            kwargs["content_type_id"] = world.content_type_id
+            kwargs["object_id"] = world.held.pk
+        else:
+            assert match, route.key
+            kwargs["object_id"] = world.sample_pk(match["app"], match["model"])
+    if "id" in resolver_kwargs:  # admin:auth_user_password_change
+        kwargs["id"] = world.users["reviewer"].pk
+    if "item_id" in resolver_kwargs:
+        kwargs["item_id"] = {
+            "api:decide": world.robot_held.pk,
+            "api:release": world.robot_held.pk,
+            "api:replace_evidence": world.pending.pk,
+        }.get(route.key, world.held.pk)
+    if "slug" in resolver_kwargs:
+        kwargs["slug"] = "kyc"
+    if "decision_id" in resolver_kwargs:
+        kwargs["decision_id"] = world.dead_job_decision.pk
+    if "app_label" in resolver_kwargs:
+        kwargs["app_label"] = "queue_app"
+    return reverse(route.name, kwargs=kwargs)
+
+
+def _kwarg_names(route: Route) -> set[str]:
+    return set(re.findall(r"<(?:\w+:)?(\w+)>", route.pattern)) | set(
+        re.findall(r"\(\?P<(\w+)>", route.pattern)
+    )
+
+
+def _form_for(key: str, world: World) -> dict[str, str]:
+    if key == "item-decide":
+        return {k: str(v) for k, v in decision_body(world.held).items()}
+    if key in ("item-release", "item-renew"):
+        return {"lease_token": str(world.held.lease_token)}
+    return {}
+
+
+def _api_body(key: str, world: World) -> dict[str, Any]:
+    if key == "api:create_item":
+        return {
+            "queue": "kyc",
+            "subject": "Matrix intake",
+            "payload": {"amount": "1.00"},
+            "idempotency_key": "matrix-1",
+            "source_hash": "m1",
+        }
+    if key == "api:lease_batch":
+        return {"batch_size": 1, "lease_seconds": 30}
+    if key == "api:decide":
+        return decision_body(world.robot_held)
+    if key == "api:release":
+        return {"lease_token": str(world.robot_held.lease_token)}
+    if key == "api:replace_evidence":
+        return {"payload": {"amount": "2.00"}}
+    raise AssertionError(f"no body for {key}")

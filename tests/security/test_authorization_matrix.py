@@ -1,0 +1,159 @@
+"""Every route by every kind of caller → the answer it must get, generated from the URLconf.
+
+The routes come from walking the resolver (routes.py), so a URL added anywhere is requested by
+every persona and fails here until the table below says what each persona should get.
+Notation (matrix.py): "200", "403", "302>login" (sent to a login page), "302" (elsewhere), and
+"+write" when queue state changed. Admin routes are grouped by pattern; the first match wins.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+
+import pytest
+
+from tests.security.conftest import PERSONAS
+from tests.security.matrix import answer
+from tests.security.routes import Route, all_routes
+
+pytestmark = pytest.mark.django_db
+
+LOGIN = "302>login"
+
+
+def row(
+    anonymous: str,
+    stranger: str,
+    reviewer: str,
+    viewer: str,
+    admin: str,
+    api_scoped: str | None = None,
+    api_unscoped: str | None = None,
+) -> dict[str, str]:
+    """Expected answers per persona; outside the API a bearer token is no login at all."""
+    return {
+        "anonymous": anonymous,
+        "stranger": stranger,
+        "reviewer": reviewer,
+        "viewer": viewer,
+        "admin": admin,
+        "api_scoped": anonymous if api_scoped is None else api_scoped,
+        "api_unscoped": anonymous if api_unscoped is None else api_unscoped,
+    }
+
+
+# Staff only: everyone else (reviewers included) is sent to the admin login.
+def staff(viewer: str, admin: str) -> dict[str, str]:
+    return row(LOGIN, LOGIN, LOGIN, viewer, admin)
+
+
+EXPECTED: list[tuple[str, dict[str, str]]] = [
+    # -- Django admin -----------------------------------------------------------------------------
+    ("admin:login", row("200", "200", "200", "302", "302")),
+    # Logout is POST-only in Django 5; a GET is refused (405) or, logged out, sent back.
+    ("admin:logout", row("302", "302", "302", "405", "405")),
+    ("admin:index", staff("200", "200")),
+    ("admin:app_list", staff("200", "200")),  # requested for queue_app
+    ("admin:password_change*", staff("200", "200")),
+    ("admin:jsi18n", staff("200", "200")),
+    ("admin:autocomplete", staff("403", "403")),  # no field named: refused for everyone
+    ("admin:view_on_site", staff("404", "404")),  # items have no public URL
+    ("admin/(?P<url>.*)$", staff("404", "404")),  # the catch-all
+    # Unnamed "<object_id>/" routes redirect to the change page (after the login check).
+    ("admin/*/<path:object_id>/", staff("302", "302")),
+    # Users, groups and the login-attempt log are the superuser's; the viewer has no auth perms.
+    ("admin:auth_*", staff("403", "200")),
+    ("admin:axes_*_add", staff("403", "403")),  # attempts are recorded, never typed in
+    ("admin:axes_*", staff("403", "200")),
+    # Records only the application writes: nobody adds, changes or deletes them here.
+    ("admin:queue_app_reviewitem_add", staff("403", "403")),
+    ("admin:queue_app_reviewitem_delete", staff("403", "403")),
+    ("admin:queue_app_decision_add", staff("403", "403")),
+    ("admin:queue_app_decision_delete", staff("403", "403")),
+    ("admin:queue_app_applieddecision_add", staff("403", "403")),
+    ("admin:queue_app_applieddecision_delete", staff("403", "403")),
+    ("admin:queue_app_effectjob_add", staff("403", "403")),
+    ("admin:queue_app_effectjob_delete", staff("403", "403")),
+    ("admin:queue_app_chainverification_add", staff("403", "403")),
+    ("admin:queue_app_chainverification_delete", staff("403", "403")),
+    # Overturning needs can_overturn, which the viewer lacks.
+    ("admin:queue_app_decision_overturn", staff("403", "200")),
+    # Clients are revoked and reason codes retired, never deleted.
+    ("admin:queue_app_apiclient_delete", staff("403", "403")),
+    ("admin:queue_app_reasoncode_delete", staff("403", "403")),
+    # Configuration: the viewer may look, not add or delete; the superuser may.
+    ("admin:queue_app_*_add", staff("403", "200")),
+    ("admin:queue_app_*_delete", staff("403", "200")),
+    ("admin:queue_app_*_changelist", staff("200", "200")),
+    ("admin:queue_app_*_change", staff("200", "200")),  # view-only for the viewer
+    ("admin:queue_app_*_history", staff("200", "200")),
+    # -- accounts ---------------------------------------------------------------------------------
+    ("login", row("200", "200", "200", "200", "200")),
+    ("logout", row(LOGIN, LOGIN, LOGIN, LOGIN, LOGIN)),  # POST: logged out, back to the login
+    ("password_change*", row(LOGIN, "200", "200", "200", "200")),
+    # -- JSON API ---------------------------------------------------------------------------------
+    # The OpenAPI document and its viewer are public: they describe, they grant nothing.
+    ("api:openapi-*", row("200", "200", "200", "200", "200", "200", "200")),
+    # A session is not an API credential: only a bearer token is (401 otherwise); a client
+    # without the endpoint's scope is refused (403).
+    ("api:create_item", row("401", "401", "401", "401", "401", "201+write", "403")),
+    ("api:replace_evidence", row("401", "401", "401", "401", "401", "200+write", "403")),
+    ("api:get_item", row("401", "401", "401", "401", "401", "200", "403")),
+    ("api:lease_batch", row("401", "401", "401", "401", "401", "200+write", "403")),
+    ("api:decide", row("401", "401", "401", "401", "401", "201+write", "403")),
+    ("api:release", row("401", "401", "401", "401", "401", "200+write", "403")),
+    ("api:api-root", row("404", "404", "404", "404", "404", "404", "404")),
+    ("api/v1/^(?P<path>.*)$", row("404", "404", "404", "404", "404", "404", "404")),
+    # -- operations -------------------------------------------------------------------------------
+    ("ops:dashboard", row(LOGIN, "403", "403", "200", "200")),
+    # Any staff member may retry a dead effect job from /ops/, while the admin's Retry action
+    # needs change_effectjob: reported to the lead (README, "Security"), kept as it is today.
+    ("ops:retry_dead_job", row(LOGIN, "403", "403", "302+write", "302+write")),
+    # Open by default for the internal network (METRICS_TOKEN closes it); health has no secrets.
+    ("ops:metrics", row("200", "200", "200", "200", "200", "200", "200")),
+    ("ops:healthz", row("200", "200", "200", "200", "200", "200", "200")),
+    # -- reviewer console -------------------------------------------------------------------------
+    ("home", row(LOGIN, "200", "200", "200", "200")),  # lists only the caller's own queues
+    # Another queue's reviewer is told no (403) for a queue, and cannot tell an item of a queue
+    # they cannot see from a missing one (404).
+    ("queue-next", row(LOGIN, "403", "302+write", "403", "302+write")),
+    ("item", row(LOGIN, "404", "200", "404", "200")),
+    # The superuser may see every item, but alice's lease token does not work for anyone else:
+    # the fence refuses, nothing is written.
+    ("item-decide", row(LOGIN, "404", "302+write", "404", "302")),
+    ("item-release", row(LOGIN, "404", "302+write", "404", "302")),
+    ("item-renew", row(LOGIN, "404", "302+write", "404", "302")),
+]
+
+
+def expected_for(route: Route) -> dict[str, str] | None:
+    """Return the first table row whose pattern matches the route's name or pattern."""
+    return next(
+        (want for pattern, want in EXPECTED if fnmatch.fnmatchcase(route.key, pattern)), None
+    )
+
+
+def test_every_route_has_an_expected_answer_for_every_persona():
+    routes = all_routes()
+    assert len(routes) > 100  # the walk reached admin, the API and the console
+    missing = [route.key for route in routes if expected_for(route) is None]
+    assert not missing, f"add these routes to EXPECTED: {missing}"
+    for route in routes:
+        assert set(expected_for(route)) == set(PERSONAS), route.key
+
+
+def test_every_table_row_matches_a_route():
+    keys = [route.key for route in all_routes()]
+    stale = [p for p, _ in EXPECTED if not any(fnmatch.fnmatchcase(k, p) for k in keys)]
+    assert not stale, f"rows that match no route any more: {stale}"
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+def test_each_route_answers_the_persona_as_the_table_says(world, persona):
+    wrong = {}
+    for route in all_routes():
+        want = expected_for(route)[persona]
+        got = answer(world, persona, route)
+        if got != want:
+            wrong[route.key] = f"expected {want}, got {got}"
+    assert not wrong, wrong

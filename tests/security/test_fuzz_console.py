@@ -1,0 +1,119 @@
+"""Hostile posts to the decision form and the renew/release endpoints: never a 5xx, never a partial
+write, always words a reviewer can act on."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.contrib.messages import get_messages
+from django.test import Client
+from hypothesis import event, given
+from hypothesis import strategies as st
+
+from queue_app.console.views import NO_SUCH_ITEM
+from queue_app.services import claim_next
+from tests.conftest import shown_hash
+from tests.security.conftest import World
+from tests.security.ledger import rolled_back
+from tests.security.strategies import FUZZ, form, form_field
+
+pytestmark = pytest.mark.django_db
+
+DECISION_FIELDS = ["lease_token", "evidence_hash", "verdict", "reason_code", "note"]
+REASONS = ["verified", "within_tolerance", "fraud", "document_expired", "policy_gap"]
+
+
+@pytest.fixture
+def stage(world: World, bob, queue) -> dict[str, object]:
+    """Alice holds `held`; bob holds another item: tokens to forge with."""
+    bobs = claim_next(queue=queue, reviewer=bob)
+    return {
+        "item_ids": [world.held.pk, bobs.pk, world.pending.pk, 999_999, 2**63, 10**30],
+        "tokens": [
+            str(world.held.lease_token),
+            str(bobs.lease_token),
+            str(world.robot_held.lease_token),
+            str(uuid.uuid4()),
+        ],
+        "hashes": [shown_hash(world.held), shown_hash(bobs), "0" * 64, "F" * 64],
+    }
+
+
+def _said_something(response) -> bool:
+    if get_messages(response.wsgi_request):
+        return True
+    page = response.content.decode(errors="replace")
+    return NO_SUCH_ITEM in page or "errorlist" in page or "errornote" in page
+
+
+def _post(client: Client, item_id: int, action: str, data: dict, **headers: str):
+    client.cookies.pop("messages", None)  # judge each answer by its own message
+    return client.post(f"/items/{item_id}/{action}/", data, headers=headers)
+
+
+@FUZZ
+@given(data=st.data())
+def test_the_decision_form_survives_hostile_posts(alice_client, world, stage, data):
+    # Start from the post the page would send and spoil some of it (none, now and then).
+    spoiled = data.draw(st.sets(st.sampled_from([*DECISION_FIELDS, "item"]), max_size=3))
+    honest = {
+        "lease_token": str(world.held.lease_token),
+        "evidence_hash": shown_hash(world.held),
+        "verdict": "approve",
+        "reason_code": "verified",
+        "note": "checked the passport",
+    }
+    hostile = {
+        "lease_token": form_field(st.sampled_from(stage["tokens"])),
+        "evidence_hash": form_field(st.sampled_from(stage["hashes"])),
+        "verdict": form_field(st.sampled_from(["approve", "reject", "escalate", "overturn"])),
+        "reason_code": form_field(st.sampled_from(REASONS)),
+        "note": form_field(st.just("")),
+    }
+    posted = form(
+        **{f: data.draw(hostile[f]) if f in spoiled else honest[f] for f in DECISION_FIELDS}
+    )
+    item_id = data.draw(st.sampled_from(stage["item_ids"])) if "item" in spoiled else world.held.pk
+    with rolled_back() as change:
+        response = _post(alice_client, item_id, "decide", posted)
+    event(f"decide: {response.status_code}{' wrote' if not change.nothing else ''}")
+    assert response.status_code < 500
+    assert response.status_code in (200, 302, 400, 404)
+    if change.nothing:
+        assert response.status_code != 200 or b"errorlist" in response.content
+        assert _said_something(response), (response.status_code, posted)
+        return
+    # Something was written: it must be one whole decision on alice's item, and said so.
+    assert item_id == world.held.pk and change.one_whole_decision, posted
+    assert response.status_code == 302
+    assert any("Recorded" in str(m) for m in get_messages(response.wsgi_request))
+
+
+@FUZZ
+@given(data=st.data())
+def test_renew_and_release_survive_hostile_posts(alice_client, world, stage, data):
+    honest = data.draw(st.sampled_from(["honest", "forged"])) == "honest"
+    item_id = world.held.pk if honest else data.draw(st.sampled_from(stage["item_ids"]))
+    action = data.draw(st.sampled_from(["renew", "release"]))
+    wants_json = data.draw(st.booleans())
+    token = form_field(st.sampled_from(stage["tokens"]))
+    posted = form(lease_token=str(world.held.lease_token) if honest else data.draw(token))
+    headers = {"Accept": "application/json"} if wants_json else {}
+    with rolled_back() as change:
+        response = _post(alice_client, item_id, action, posted, **headers)
+    event(f"{action}: {response.status_code}{' wrote' if not change.nothing else ''}")
+    assert response.status_code < 500
+    sent = posted.get("lease_token")
+    effective = sent[-1] if isinstance(sent, list) else sent  # Django reads the last of repeats
+    own = item_id == world.held.pk and effective == str(world.held.lease_token)
+    if action == "renew" and wants_json:
+        body = response.json()
+        assert body["ok"] is own
+        assert own or body["message"]
+    else:
+        assert response.status_code in (302, 404)
+        assert _said_something(response)
+    # Only alice's own token on alice's item moves anything; never a decision.
+    assert change.nothing or own
+    assert change.after.decisions == change.before.decisions

@@ -1,0 +1,83 @@
+"""Sessions end after SESSION_IDLE_MINUTES without a request; a request, the lease heartbeat too,
+pushes the end forward (at most once a minute, so pages do not write the session each time)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.conf import settings
+from django.contrib.sessions.backends.db import SessionStore
+from django.contrib.sessions.models import Session
+from django.test import Client
+from django.utils import timezone
+
+from queue_app.services import claim_next
+from tests.conftest import make_items
+
+pytestmark = pytest.mark.django_db
+
+
+def _key(client: Client) -> str:
+    return client.cookies[settings.SESSION_COOKIE_NAME].value
+
+
+def _last_extended(client: Client, *, ago: timedelta) -> None:
+    """Make the session look as if it was last extended `ago`."""
+    store = SessionStore(session_key=_key(client))
+    store.set_expiry(timezone.now() + timedelta(seconds=settings.SESSION_COOKIE_AGE) - ago)
+    store.save()
+
+
+def _time_left(client: Client) -> timedelta:
+    return Session.objects.get(session_key=_key(client)).expire_date - timezone.now()
+
+
+def test_the_idle_limit_is_thirty_minutes_by_default():
+    assert settings.SESSION_COOKIE_AGE == 30 * 60
+
+
+def test_it_ends_a_session_left_idle(alice_client: Client):
+    Session.objects.filter(session_key=_key(alice_client)).update(
+        expire_date=timezone.now() - timedelta(seconds=1)
+    )
+    response = alice_client.get("/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/")
+
+
+def test_a_page_pushes_the_idle_limit_forward(alice_client: Client):
+    _last_extended(alice_client, ago=timedelta(minutes=29))
+    assert _time_left(alice_client) < timedelta(minutes=2)
+    response = alice_client.get("/")
+    assert response.status_code == 200
+    assert response.cookies[settings.SESSION_COOKIE_NAME]["max-age"] >= 30 * 60 - 5
+    assert _time_left(alice_client) > timedelta(minutes=29)
+
+
+def test_within_a_minute_of_the_last_push_a_page_writes_no_session(alice_client: Client):
+    _last_extended(alice_client, ago=timedelta(seconds=20))
+    before = Session.objects.get(session_key=_key(alice_client)).expire_date
+    response = alice_client.get("/")
+    assert response.status_code == 200
+    assert settings.SESSION_COOKIE_NAME not in response.cookies
+    assert Session.objects.get(session_key=_key(alice_client)).expire_date == before
+
+
+def test_the_lease_heartbeat_counts_as_activity(alice_client: Client, alice, queue):
+    # A reviewer reading long evidence in a visible tab stays signed in (README, "Security").
+    make_items(queue, 1)
+    item = claim_next(queue=queue, reviewer=alice)
+    _last_extended(alice_client, ago=timedelta(minutes=29))
+    response = alice_client.post(
+        f"/items/{item.pk}/renew/",
+        {"lease_token": str(item.lease_token)},
+        headers={"Accept": "application/json"},
+    )
+    assert response.json()["ok"] is True
+    assert _time_left(alice_client) > timedelta(minutes=29)
+
+
+def test_an_anonymous_visitor_gets_no_session_row(client: Client):
+    assert client.get("/accounts/login/").status_code == 200
+    assert not Session.objects.exists()
