@@ -121,6 +121,10 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 def retry_dead_job(request: HttpRequest, decision_id: int) -> HttpResponse:
     """Put a dead effect job back in line for the apply worker, then return to the dashboard."""
     _require_staff(request)
+    # The same permission the admin's Retry action needs: watching the dashboard is not enough
+    # to re-send a webhook.
+    if not request.user.has_perm("queue_app.change_effectjob"):
+        raise PermissionDenied("Retrying an effect job needs the change effect job permission.")
     if retry_effect_job(decision_id=decision_id, operator=request.user):
         messages.success(request, f"Decision {decision_id}'s effect will be retried.")
     else:

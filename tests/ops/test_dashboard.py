@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.urls import reverse
 
 from queue_app.models import EffectJob
@@ -137,6 +138,7 @@ def test_it_retries_a_dead_effect_job(client, operator, queue, alice):
     [item] = make_items(queue, 1)
     decision = decide_after(item, alice, seconds=20)
     mark_dead(decision)
+    operator.user_permissions.add(Permission.objects.get(codename="change_effectjob"))
     client.force_login(operator)
 
     response = client.post(reverse("ops:retry_dead_job", args=[decision.pk]), follow=True)
@@ -158,9 +160,23 @@ def test_it_refuses_retries_from_non_staff(client, alice, queue):
     assert EffectJob.objects.get(pk=decision.pk).dead is True
 
 
+def test_it_refuses_retries_from_staff_without_the_permission(client, operator, queue, alice):
+    [item] = make_items(queue, 1)
+    decision = decide_after(item, alice, seconds=20)
+    mark_dead(decision)
+    client.force_login(operator)
+
+    response = client.post(reverse("ops:retry_dead_job", args=[decision.pk]))
+
+    assert response.status_code == 403
+    assert EffectJob.objects.get(pk=decision.pk).dead is True
+    assert b">Retry</button>" not in client.get(reverse("ops:dashboard")).content
+
+
 def test_it_explains_a_retry_of_a_job_that_is_not_dead(client, operator, queue, alice):
     [item] = make_items(queue, 1)
     decision = decide_after(item, alice, seconds=20)
+    operator.user_permissions.add(Permission.objects.get(codename="change_effectjob"))
     client.force_login(operator)
 
     response = client.post(reverse("ops:retry_dead_job", args=[decision.pk]), follow=True)

@@ -106,9 +106,8 @@ EXPECTED: list[tuple[str, dict[str, str]]] = [
     ("api/v1/^(?P<path>.*)$", row("404", "404", "404", "404", "404", "404", "404")),
     # -- operations -------------------------------------------------------------------------------
     ("ops:dashboard", row(LOGIN, "403", "403", "200", "200")),
-    # Any staff member may retry a dead effect job from /ops/, while the admin's Retry action
-    # needs change_effectjob: reported to the lead (README, "Security"), kept as it is today.
-    ("ops:retry_dead_job", row(LOGIN, "403", "403", "302+write", "302+write")),
+    # Retrying a dead effect job needs change_effectjob, as the admin's Retry action does.
+    ("ops:retry_dead_job", row(LOGIN, "403", "403", "403", "302+write")),
     # Open by default for the internal network (METRICS_TOKEN closes it); health has no secrets.
     ("ops:metrics", row("200", "200", "200", "200", "200", "200", "200")),
     ("ops:healthz", row("200", "200", "200", "200", "200", "200", "200")),
