@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from bench.soak import (
+from bench.load import (
     ApiSession,
     Traffic,
     count_outcome,
@@ -29,7 +29,7 @@ from bench.soak import (
     stop_process,
     wait_for_drain,
 )
-from bench.soak import child_env as soak_env
+from bench.load import child_env as soak_env
 from bench.web import Reviewer
 from queue_app.middleware import UNAVAILABLE
 from reviewconsole.embedded_pg import _quiet_platformdirs
@@ -74,7 +74,7 @@ def _seed(url: str) -> dict[str, Any]:
         [
             "shell",
             "-c",
-            "import json; from bench.soak import seed; "
+            "import json; from bench.load import seed; "
             "print('SEED', json.dumps(seed(reviewers=3, api_clients=1, stock=400)))",
         ],
     ):
