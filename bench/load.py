@@ -222,11 +222,12 @@ class Traffic:
         tally.add("claims")
         self._pause()
         item_id = int(match.group(1))
-        page, token, evidence = "", None, None
-        while not self.stop_event.is_set():
+        while True:
             status, _, page = reviewer.request("GET", f"/items/{item_id}/")
             if tally.answer(status, page) == "ok":
                 break
+            if self.stop_event.is_set():
+                return None
             self._pause(0.5)
         token = re.search(r'name="lease_token" value="([^"]+)"', page)
         evidence = re.search(r'name="evidence_hash" value="([^"]+)"', page)
