@@ -53,6 +53,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # A lost database answers 503 with words (HTML, or the API's JSON shape), never a 500.
+    "queue_app.middleware.DatabaseUnavailableMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -95,6 +97,23 @@ DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 DATABASES["default"].setdefault(
     "TEST", {"NAME": env("TEST_DATABASE_NAME", default="test_reviewconsole")}
 )
+# Session guards on every connection the app opens: the server ends a transaction left idle
+# (a stuck shell or client holding row locks on the queue) and, if set, cancels a runaway
+# statement. statement_timeout is off by default because claims and fenced writes carry their
+# own (REVIEW_STATEMENT_TIMEOUT_MS), the apply worker its own, and bulk loads may run long.
+DB_IDLE_IN_TRANSACTION_TIMEOUT_MS = env.int("DB_IDLE_IN_TRANSACTION_TIMEOUT_MS", default=60_000)
+DB_STATEMENT_TIMEOUT_MS = env.int("DB_STATEMENT_TIMEOUT_MS", default=0)
+_db_options = DATABASES["default"].setdefault("OPTIONS", {})
+_db_options["options"] = " ".join(
+    part
+    for part in (
+        _db_options.get("options", ""),
+        f"-c idle_in_transaction_session_timeout={DB_IDLE_IN_TRANSACTION_TIMEOUT_MS}",
+        f"-c statement_timeout={DB_STATEMENT_TIMEOUT_MS}",
+    )
+    if part
+)
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

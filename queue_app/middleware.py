@@ -1,0 +1,65 @@
+"""Answer a database outage with words and a 503 instead of a 500 and a stack trace.
+
+Views that expect a busy database (the console's lock timeouts, the API's handlers) answer it
+themselves; this catches what reaches Django's handler unanswered: the connection refused while
+loading the session or the user, a connection that died mid-request. Nothing was written: the
+request's transaction rolled back with the connection. Django reconnects by itself on a later
+request (CONN_HEALTH_CHECKS), so nothing here needs to remember the outage.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from django.db import InterfaceError, OperationalError
+from django.http import HttpRequest, HttpResponse
+from django.template.loader import render_to_string
+from django.urls import reverse
+
+from queue_app.api.failures import error_response
+
+logger = logging.getLogger("queue_app")
+
+API_PREFIX = "/api/"
+UNAVAILABLE = "Review Console is temporarily unavailable… your work is safe, try again in a moment."
+API_UNAVAILABLE = "The database is unavailable."  # the words the API's own handler uses
+RETRY_AFTER_SECONDS = 5
+
+
+def unavailable_response(request: HttpRequest) -> HttpResponse:
+    """Return the 503 a person (HTML) or an API client (the API's error shape) should see."""
+    if request.path.startswith(API_PREFIX):
+        response = error_response(request, 503, "unavailable", API_UNAVAILABLE)
+    else:
+        # Rendered without the request: its context processors would load the session, the
+        # user and the messages, all from the database that just failed.
+        # A form post cannot be retried by a link; its page can (and the fence makes a
+        # resubmitted decision safe anyway).
+        retry = request.get_full_path() if request.method in ("GET", "HEAD") else reverse("home")
+        context = {"title": "Temporarily unavailable", "message": UNAVAILABLE, "retry": retry}
+        response = HttpResponse(render_to_string("503.html", context), status=503)
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+class DatabaseUnavailableMiddleware:
+    """Turn OperationalError/InterfaceError escaping a view into a friendly 503."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        """Answer a lost or refused database connection; leave every other error to Django."""
+        if not isinstance(exception, (OperationalError, InterfaceError)):
+            return None
+        # One line, no traceback: during an outage every request fails the same way.
+        logger.warning(
+            "database unavailable; answered 503",
+            extra={"path": request.path, "error": str(exception).strip()[:300]},
+        )
+        return unavailable_response(request)
