@@ -11,6 +11,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
@@ -26,13 +27,20 @@ class IdleSessionMiddleware:
         session = getattr(request, "session", None)
         # Only sessions this request used and that hold something (a login): an anonymous
         # visitor gets no session row from this.
-        if session is None or not session.accessed or session.is_empty():
+        if session is None or not session.accessed:
             return response
-        age = settings.SESSION_COOKIE_AGE
-        # A session never extended reports the full age, so a fresh login writes nothing more;
-        # one extended earlier reports what is left of its stored expiry.
-        if session.get_expiry_age() <= age - settings.SESSION_REFRESH_SECONDS:
-            # Marks the session modified: SessionMiddleware (outside us) saves it and re-sends
-            # the cookie with the new expiry.
-            session.set_expiry(timezone.now() + timedelta(seconds=age))
+        try:
+            if session.is_empty():
+                return response
+            age = settings.SESSION_COOKIE_AGE
+            # A session never extended reports the full age, so a fresh login writes nothing
+            # more; one extended earlier reports what is left of its stored expiry.
+            if session.get_expiry_age() <= age - settings.SESSION_REFRESH_SECONDS:
+                # Marks the session modified: SessionMiddleware (outside us) saves it and
+                # re-sends the cookie with the new expiry.
+                session.set_expiry(timezone.now() + timedelta(seconds=age))
+        except DatabaseError:
+            # The database is gone (the response already says so with a 503): the expiry can
+            # wait for the next request rather than turn that answer into a 500.
+            pass
         return response
