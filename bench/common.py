@@ -230,3 +230,24 @@ def write_results(name: str, data: dict[str, Any]) -> Path:
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(data, indent=2, default=str) + "\n")
     return path
+
+
+def bench_queue(slug: str, *, reviewers: int) -> tuple[Any, Any, list[int]]:
+    """Create a queue with one approve reason ("ok") and reviewers who may claim in it.
+
+    Returns (queue, reason code, reviewer user ids). Call after scratch_database().
+    """
+    from django.contrib.auth.models import Group, User
+
+    from queue_app.models import Queue, ReasonCode
+
+    group = Group.objects.create(name=f"{slug} reviewers")
+    queue = Queue.objects.create(slug=slug, name=slug.title())
+    queue.reviewer_groups.add(group)
+    reason = ReasonCode.objects.create(queue=queue, verdict="approve", code="ok", label="OK")
+    users = []
+    for i in range(reviewers):
+        user = User.objects.create_user(f"{slug}-{i}")
+        user.groups.add(group)
+        users.append(user.pk)
+    return queue, reason, users

@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (
     bench_database,
+    bench_queue,
     machine,
     peak_rss_mb,
     scratch_database,
@@ -181,20 +182,9 @@ def main() -> None:
 
     db = bench_database(DB, smoke=args.smoke)
     scratch_database(db)
-    from django.contrib.auth.models import Group, User
     from django.db import connection
 
-    from queue_app.models import Queue, ReasonCode
-
-    group = Group.objects.create(name="Bench reviewers")
-    queue = Queue.objects.create(slug="cycle", name="Cycle")
-    queue.reviewer_groups.add(group)
-    reason = ReasonCode.objects.create(queue=queue, verdict="approve", code="ok", label="OK")
-    users = []
-    for i in range(max(clients_list)):
-        u = User.objects.create_user(f"cycle-{i}")
-        u.groups.add(group)
-        users.append(u.pk)
+    queue, reason, users = bench_queue("cycle", reviewers=max(clients_list))
     with connection.cursor() as c:
         c.execute(
             """

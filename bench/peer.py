@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (
     bench_database,
+    bench_queue,
     machine,
     peak_rss_mb,
     scratch_database,
@@ -124,20 +125,9 @@ def main() -> None:
     clients_list, units = ([2], 60) if args.smoke else ([1, 8, 32], 3_000)
 
     scratch_database(bench_database(DB, smoke=args.smoke))
-    from django.contrib.auth.models import Group, User
     from django.db import connection
 
-    from queue_app.models import Queue, ReasonCode
-
-    group = Group.objects.create(name="Peer reviewers")
-    queue = Queue.objects.create(slug="peer", name="Peer")
-    queue.reviewer_groups.add(group)
-    ReasonCode.objects.create(queue=queue, verdict="approve", code="ok", label="OK")
-    users = []
-    for i in range(max(clients_list)):
-        u = User.objects.create_user(f"peer-{i}")
-        u.groups.add(group)
-        users.append(u.pk)
+    queue, _reason, users = bench_queue("peer", reviewers=max(clients_list))
 
     app, noop = _procrastinate_app()
     with app.open():
