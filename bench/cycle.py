@@ -37,7 +37,7 @@ DB = "rc_bench_cycle"
 EVIDENCE = "a" * 64
 
 
-def pgbench_script(*, queue_id: int, reason_id: int, first_user: int, users: int) -> str:
+def pgbench_script(*, queue_id: int, reason_code: str, first_user: int, users: int) -> str:
     """Translate the service layer's statements into one pgbench transaction."""
     from queue_app import sql
 
@@ -60,7 +60,7 @@ def pgbench_script(*, queue_id: int, reason_id: int, first_user: int, users: int
         **lease,
         "reviewer_id": ":owner_id",
         "verdict": "'approve'",
-        "reason_code_id": ":reason_id",
+        "reason_code": f"'{reason_code}'",
         "evidence_hash": f"'{EVIDENCE}'",
         "note": "''",
         "supersedes_id": "NULL",
@@ -69,7 +69,6 @@ def pgbench_script(*, queue_id: int, reason_id: int, first_user: int, users: int
     return "\n".join(
         [
             f"\\set queue_id {queue_id}",
-            f"\\set reason_id {reason_id}",
             f"\\set owner_id {first_user} + (:client_id % {users})",
             "BEGIN;",
             bind(sql.SET_LOCAL_TIMEOUTS_AND_LOCK_REVIEWER_QUEUE, common) + ";",
@@ -200,7 +199,7 @@ def main() -> None:
         c.execute("VACUUM ANALYZE queue_app_reviewitem")
     connection.close()
     script = pgbench_script(
-        queue_id=queue.pk, reason_id=reason.pk, first_user=min(users), users=max(clients_list)
+        queue_id=queue.pk, reason_code=reason.code, first_user=min(users), users=max(clients_list)
     )
 
     results = {"machine": machine(), "smoke": args.smoke, "seconds": seconds, "levels": {}}

@@ -269,13 +269,8 @@ def reason_codes_for(*, queue: Queue | int, verdict: str) -> QuerySet[ReasonCode
     return ReasonCode.objects.filter(queue_id=queue_id, verdict=verdict, retired_at__isnull=True)
 
 
-def _reason(*, queue_id: int, verdict: str, code: str | ReasonCode) -> ReasonCode:
-    if isinstance(code, ReasonCode):
-        code = code.code
-    reason = reason_codes_for(queue=queue_id, verdict=verdict).filter(code=code).first()
-    if reason is None:
-        raise InvalidReason()
-    return reason
+def _code(reason_code: str | ReasonCode) -> str:
+    return reason_code.code if isinstance(reason_code, ReasonCode) else reason_code
 
 
 def submit_decision(
@@ -313,35 +308,26 @@ def submit_decision(
         actual = _evidence_hash_of_row(closed)
         if evidence_hash != actual:
             raise EvidenceChanged()
-        # The reason code and its queue in one query; the error path alone looks further.
-        code = reason_code.code if isinstance(reason_code, ReasonCode) else reason_code
-        reason = (
-            reason_codes_for(queue=closed["queue_id"], verdict=verdict)
-            .filter(code=code)
-            .select_related("queue")
-            .first()
-        )
-        queue = reason.queue if reason else Queue.objects.get(pk=closed["queue_id"])
-        if verdict == Verdict.ESCALATE and queue.escalation_queue_id is None:
+        if verdict == Verdict.ESCALATE and closed["escalation_queue_id"] is None:
             raise InvalidVerdict("This queue has no escalation queue to escalate to.")
-        if reason is None:
-            raise InvalidReason()
         decision = Decision.objects.insert(
             item_id=item_id,
-            queue_id=queue.pk,
+            queue_id=closed["queue_id"],
             reviewer_id=reviewer.pk,
             verdict=verdict,
-            reason_code_id=reason.pk,
+            reason_code=_code(reason_code),
             evidence_hash=actual,
             note=note,
             lease_token=token,
         )
+        if decision is None:
+            raise InvalidReason()
     logger.info(
         "decision recorded",
         extra=_log_extra(
             decision_id=decision.pk,
             item_id=item_id,
-            queue=queue.slug,
+            queue=closed["queue_slug"],
             reviewer=reviewer.pk,
             verdict=verdict,
         ),
@@ -406,7 +392,6 @@ def overturn_decision(
             raise NotPermitted("Four eyes: you cannot overturn a decision you made yourself.")
         if target.standing_verdict == corrected_verdict:
             raise InvalidVerdict(f"The decision already stands as {corrected_verdict}.")
-        reason = _reason(queue_id=target.queue_id, verdict=Verdict.OVERTURN, code=reason_code)
         item = target.item
         try:
             with transaction.atomic():
@@ -415,7 +400,7 @@ def overturn_decision(
                     queue_id=target.queue_id,
                     reviewer_id=admin.pk,
                     verdict=Verdict.OVERTURN,
-                    reason_code_id=reason.pk,
+                    reason_code=_code(reason_code),
                     evidence_hash=evidence_hash(subject=item.subject, payload=item.payload),
                     note=note,
                     supersedes_id=target.pk,
@@ -425,6 +410,8 @@ def overturn_decision(
             if "supersedes" in str(exc):
                 raise AlreadySuperseded() from None
             raise
+        if overturn is None:
+            raise InvalidReason()
     logger.info(
         "decision overturned",
         extra=_log_extra(

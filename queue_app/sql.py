@@ -170,27 +170,37 @@ SELECT id FROM released
 # The fenced close: the only way an item becomes decided. Zero rows means the token no longer
 # matches (expired and re-claimed, released, or decided already): the caller raises StaleLease
 # and writes nothing. A late submit whose token still matches is accepted, because nobody else
-# can have claimed the row while the token was unchanged. Returns what the evidence check needs.
+# can have claimed the row while the token was unchanged. Returns what the evidence check needs,
+# and the queue's slug and escalation target (whether an escalate verdict has somewhere to go).
 CLOSE_ITEM = """
-UPDATE queue_app_reviewitem
+UPDATE queue_app_reviewitem AS i
    SET state = 'decided', decided_at = now(),
        lease_owner_id = NULL, lease_token = NULL, lease_expires = NULL
- WHERE id = %(item_id)s AND state = 'leased'
-   AND lease_token = %(lease_token)s AND lease_owner_id = %(owner_id)s
-RETURNING id, queue_id, subject, payload
+  FROM queue_app_queue AS q
+ WHERE i.id = %(item_id)s AND i.state = 'leased'
+   AND i.lease_token = %(lease_token)s AND i.lease_owner_id = %(owner_id)s
+   AND q.id = i.queue_id
+RETURNING i.id, i.queue_id, i.subject, i.payload,
+          q.slug AS queue_slug, q.escalation_queue_id
 """
 
 # Record a decision with its outbox row and its audit event, in the caller's transaction (the
-# same one as CLOSE_ITEM). The chain hash and sequence are filled by the insert trigger; the
-# outbox insert fires the NOTIFY that wakes the apply worker when the transaction commits.
+# same one as CLOSE_ITEM). The reason is looked up by its code among the queue's active codes
+# for this verdict (unique per queue, verdict and code, so at most one row): a code outside
+# that set inserts nothing and returns no row, which the caller reports as an invalid reason.
+# The chain hash and sequence are filled by the insert trigger; the outbox insert fires the
+# NOTIFY that wakes the apply worker when the transaction commits.
 INSERT_DECISION = """
 WITH decision AS (
     INSERT INTO queue_app_decision
            (item_id, queue_id, reviewer_id, verdict, reason_code_id, evidence_hash, note,
             supersedes_id, corrected_verdict, lease_token, created_at, chain_hash)
-    VALUES (%(item_id)s, %(queue_id)s, %(reviewer_id)s, %(verdict)s, %(reason_code_id)s,
-            %(evidence_hash)s, %(note)s, %(supersedes_id)s, %(corrected_verdict)s,
-            %(lease_token)s, now(), '')
+    SELECT %(item_id)s, %(queue_id)s, %(reviewer_id)s, %(verdict)s, r.id,
+           %(evidence_hash)s, %(note)s, %(supersedes_id)s, %(corrected_verdict)s,
+           %(lease_token)s, now(), ''
+      FROM queue_app_reasoncode AS r
+     WHERE r.queue_id = %(queue_id)s AND r.verdict = %(verdict)s AND r.code = %(reason_code)s
+       AND r.retired_at IS NULL
  RETURNING *
 ), job AS (
     INSERT INTO queue_app_effectjob
