@@ -163,41 +163,32 @@ def claim_next(*, queue: Queue, reviewer: User) -> ReviewItem | None:
     if not reviewer.is_authenticated or not reviewer.is_active:
         raise NotPermitted("You do not have access to this queue.")
     with transaction.atomic():
-        allowed = ReviewItem.objects.guard_and_lock_reviewer_queue(
+        allowed, renewed, claimed = ReviewItem.objects.renew_or_claim_one(
             queue_id=queue.pk,
             owner_id=reviewer.pk,
             is_superuser=reviewer.is_superuser,
+            ttl=queue.lease_ttl,
+            max_leases=_max_leases(queue),
             lock_timeout_ms=settings.REVIEW_LOCK_TIMEOUT_MS,
             statement_timeout_ms=settings.REVIEW_STATEMENT_TIMEOUT_MS,
         )
         if not allowed:
+            # Raised inside the transaction: whatever was renewed or claimed rolls back.
             raise NotPermitted("You do not have access to this queue.")
-        item = ReviewItem.objects.renew_own_live_lease(
-            queue_id=queue.pk, owner_id=reviewer.pk, ttl=queue.lease_ttl
+    if renewed is not None:
+        return renewed
+    if claimed is not None:
+        logger.info(
+            "item claimed",
+            extra=_log_extra(
+                item_id=claimed.pk,
+                queue=queue.slug,
+                reviewer=reviewer.pk,
+                trace_id=claimed.trace_id,
+                lease_count=claimed.lease_count,
+            ),
         )
-        if item is not None:
-            return item
-        claimed = ReviewItem.objects.claim(
-            queue_id=queue.pk,
-            owner_id=reviewer.pk,
-            limit=1,
-            ttl=queue.lease_ttl,
-            max_leases=_max_leases(queue),
-        )
-    if not claimed:
-        return None
-    item = claimed[0]
-    logger.info(
-        "item claimed",
-        extra=_log_extra(
-            item_id=item.pk,
-            queue=queue.slug,
-            reviewer=reviewer.pk,
-            trace_id=item.trace_id,
-            lease_count=item.lease_count,
-        ),
-    )
-    return item
+    return claimed
 
 
 def claim_batch(*, queue: Queue, worker: User, n: int, ttl: timedelta) -> list[ReviewItem]:
@@ -292,14 +283,14 @@ def submit_decision(
     if not reviewer.is_authenticated or not reviewer.is_active:
         raise NotPermitted("You no longer have access to this queue.")
     with transaction.atomic():
-        allowed = ReviewItem.objects.guard_and_check_item_access(
+        allowed, closed = ReviewItem.objects.guard_and_close(
             item_id=item_id,
+            lease_token=token,
             owner_id=reviewer.pk,
             is_superuser=reviewer.is_superuser,
             lock_timeout_ms=settings.REVIEW_LOCK_TIMEOUT_MS,
             statement_timeout_ms=settings.REVIEW_STATEMENT_TIMEOUT_MS,
         )
-        closed = ReviewItem.objects.close(item_id=item_id, lease_token=token, owner_id=reviewer.pk)
         if closed is None:
             raise StaleLease()
         # Everything below raises inside the transaction: the close above rolls back with it.

@@ -86,6 +86,9 @@ RETURNING i.*
 # - the UPDATE re-checks nothing because the row lock is held from selection to stamp, and
 #   the new random token fences every later write by the previous holder.
 # Items already leased %(max_leases)s times are left for the escalation sweep.
+# With %(one_lease_per_owner)s (a reviewer's Next item) nothing is claimed while the owner holds
+# a live lease in the queue: sent right after RENEW_OWN_LIVE_LEASE, under the reviewer's claim
+# lock, this claims only when there was nothing to renew, so the two can travel together.
 # The claimed/reclaimed events are written in the same statement (one round trip).
 CLAIM_ITEMS = """
 WITH expired AS MATERIALIZED (
@@ -93,6 +96,10 @@ WITH expired AS MATERIALIZED (
       FROM queue_app_reviewitem
      WHERE queue_id = %(queue_id)s AND state = 'leased' AND lease_expires < now()
        AND lease_count < %(max_leases)s
+       AND NOT (%(one_lease_per_owner)s AND EXISTS (
+                SELECT 1 FROM queue_app_reviewitem
+                 WHERE queue_id = %(queue_id)s AND state = 'leased'
+                   AND lease_owner_id = %(owner_id)s AND lease_expires > now()))
      ORDER BY lease_expires
      LIMIT %(limit)s
        FOR UPDATE SKIP LOCKED
@@ -104,6 +111,10 @@ WITH expired AS MATERIALIZED (
           FROM queue_app_reviewitem
          WHERE queue_id = %(queue_id)s AND state = 'pending'
            AND lease_count < %(max_leases)s
+           AND NOT (%(one_lease_per_owner)s AND EXISTS (
+                    SELECT 1 FROM queue_app_reviewitem
+                     WHERE queue_id = %(queue_id)s AND state = 'leased'
+                       AND lease_owner_id = %(owner_id)s AND lease_expires > now()))
          ORDER BY priority DESC, created_at
          LIMIT %(limit)s - (SELECT count(*) FROM expired)
            FOR UPDATE SKIP LOCKED
@@ -134,6 +145,11 @@ WITH expired AS MATERIALIZED (
 )
 SELECT * FROM claimed ORDER BY priority DESC, created_at
 """
+
+# A reviewer's Next item: the claim above for one item, gated on the reviewer holding no live
+# lease in the queue. Both are written into the text rather than passed, so that the plan the
+# server caches for the prepared statement (managers.run_together) is made for one row.
+CLAIM_NEXT_ITEM = CLAIM_ITEMS.replace("%(limit)s", "1").replace("%(one_lease_per_owner)s", "true")
 
 # Extend a lease, fenced by its token: a tab whose lease was taken over renews nothing.
 # A lapsed lease that nobody re-claimed is still the holder's (no one else can have it).
@@ -195,11 +211,11 @@ WITH decision AS (
     INSERT INTO queue_app_decision
            (item_id, queue_id, reviewer_id, verdict, reason_code_id, evidence_hash, note,
             supersedes_id, corrected_verdict, lease_token, created_at, chain_hash)
-    SELECT %(item_id)s, %(queue_id)s, %(reviewer_id)s, %(verdict)s, r.id,
+    SELECT %(item_id)s, %(queue_id)s, %(reviewer_id)s, %(verdict)s::text, r.id,
            %(evidence_hash)s, %(note)s, %(supersedes_id)s, %(corrected_verdict)s,
            %(lease_token)s, now(), ''
       FROM queue_app_reasoncode AS r
-     WHERE r.queue_id = %(queue_id)s AND r.verdict = %(verdict)s AND r.code = %(reason_code)s
+     WHERE r.queue_id = %(queue_id)s AND r.verdict = %(verdict)s::text AND r.code = %(reason_code)s
        AND r.retired_at IS NULL
  RETURNING *
 ), job AS (

@@ -113,6 +113,14 @@ _db_options["options"] = " ".join(
     )
     if part
 )
+# The claim and decide statements bind their parameters on the server (queue_app.managers.
+# run_together), and psycopg prepares a statement a connection has run 5 times, so the server
+# stops planning it anew. Django's own cursors bind on the client and never prepare, so this
+# touches nothing else. Turn it off behind a pooler that cannot carry prepared statements
+# across server connections (PgBouncer in transaction mode before 1.21).
+REVIEW_PREPARED_STATEMENTS = env.bool("REVIEW_PREPARED_STATEMENTS", default=True)
+if REVIEW_PREPARED_STATEMENTS:
+    _db_options.setdefault("prepare_threshold", 5)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

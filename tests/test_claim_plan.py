@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
 
 import pytest
@@ -19,7 +20,7 @@ def _plan(statement: str, params: dict) -> str:
         return json.dumps(cursor.fetchone()[0])
 
 
-def test_claim_uses_the_pending_and_leased_partial_indexes(queue, alice):
+def _load_history(queue) -> None:
     # Enough rows, most of them decided history, for the planner to prefer the indexes.
     with connection.cursor() as cursor:
         cursor.execute(
@@ -35,6 +36,16 @@ def test_claim_uses_the_pending_and_leased_partial_indexes(queue, alice):
             [queue.pk],
         )
         cursor.execute("ANALYZE queue_app_reviewitem")
+
+
+def _assert_walks_partial_indexes(plan: str) -> None:
+    assert "item_pending_claim" in plan
+    assert "item_leased_expiry" in plan
+    assert '"Seq Scan"' not in plan
+
+
+def test_claim_uses_the_pending_and_leased_partial_indexes(queue, alice):
+    _load_history(queue)
     plan = _plan(
         sql.CLAIM_ITEMS,
         {
@@ -43,8 +54,32 @@ def test_claim_uses_the_pending_and_leased_partial_indexes(queue, alice):
             "limit": 1,
             "ttl": timedelta(minutes=5),
             "max_leases": 3,
+            "one_lease_per_owner": False,
         },
     )
-    assert "item_pending_claim" in plan
-    assert "item_leased_expiry" in plan
-    assert '"Seq Scan"' not in plan
+    _assert_walks_partial_indexes(plan)
+
+
+def test_the_cached_plan_of_next_item_walks_the_same_indexes(queue, alice):
+    # claim_next's statement is prepared; after a few runs the server may reuse one generic
+    # plan for every reviewer and queue. Force that plan and check it is the careful one.
+    _load_history(queue)
+    names: list[str] = []
+
+    def placeholder(match: re.Match) -> str:
+        if match.group(1) not in names:
+            names.append(match.group(1))
+        return f"${names.index(match.group(1)) + 1}"
+
+    text = re.sub(r"%\((\w+)\)s", placeholder, sql.CLAIM_NEXT_ITEM).replace("%%", "%")
+    values = {"queue_id": queue.pk, "owner_id": alice.pk, "ttl": "5 minutes", "max_leases": 3}
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        cursor.execute(f"PREPARE next_item AS {text}")
+        cursor.execute(
+            "EXPLAIN (FORMAT JSON) EXECUTE next_item(" + ", ".join("%s" for _ in names) + ")",
+            [values[name] for name in names],
+        )
+        plan = json.dumps(cursor.fetchone()[0])
+        cursor.execute("DEALLOCATE next_item")
+    _assert_walks_partial_indexes(plan)
