@@ -1,9 +1,9 @@
 """B1 and B2: claim latency against live leases and against decided history.
 
 B1: 300,000 pending items with 0, 1,000, 10,000 and 100,000 live leases at the head of the
-queue. claim_next through the service layer, our raw CLAIM_ITEMS statement, and the
-reference single-state query from DESIGN.md (one 'pending' state, an expiry filter) on a
-table of the reference shape holding the same rows.
+queue. claim_next through the service layer, its claim statement (CLAIM_NEXT_ITEM, sent
+alone and planned each time), and the reference single-state query from DESIGN.md (one
+'pending' state, an expiry filter) on a table of the reference shape holding the same rows.
 B2: 300,000 pending with 0, 1,000,000 and 5,000,000 decided items in the same table.
 
 Each claim runs in a transaction that is rolled back, so every sample sees the same data.
@@ -142,7 +142,7 @@ def vacuum() -> None:
 
 
 def measure(queue, reviewer, n: int) -> dict[str, dict[str, float]]:
-    """Time claim_next (service), CLAIM_ITEMS (statement) and the reference claim."""
+    """Time claim_next (service), CLAIM_NEXT_ITEM (its claim statement) and the reference."""
     from datetime import timedelta
 
     from django.db import connection, transaction
@@ -158,14 +158,13 @@ def measure(queue, reviewer, n: int) -> dict[str, dict[str, float]]:
     params = {
         "queue_id": queue.pk,
         "owner_id": reviewer.pk,
-        "limit": 1,
         "ttl": timedelta(minutes=10),
         "max_leases": 2**31 - 1,
     }
 
     def statement() -> None:
         with transaction.atomic(), connection.cursor() as c:
-            c.execute(sql.CLAIM_ITEMS, params)
+            c.execute(sql.CLAIM_NEXT_ITEM, params)
             assert c.fetchone() is not None
             transaction.set_rollback(True)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import multiprocessing as mp
 import os
 import platform
 import resource
@@ -251,3 +252,29 @@ def bench_queue(slug: str, *, reviewers: int) -> tuple[Any, Any, list[int]]:
         user.groups.add(group)
         users.append(user.pk)
     return queue, reason, users
+
+
+def _after_setup(target: Callable[..., Any], arg: Any, barrier: Any, out: Any) -> None:
+    out.put(target(arg, barrier.wait))
+
+
+def start_together(target: Callable[[Any, Callable[[], Any]], Any], args: list) -> tuple:
+    """Run target(arg, ready) in one spawned process per arg, all starting work at once.
+
+    Each process sets itself up (Django, imports, a connection), calls ready() and then works;
+    ready() returns when every process is set up. Returns the start time (time.perf_counter,
+    which is system-wide here) and each process's result. Without it a rate over many
+    processes measures their start-up too: 32 Django set-ups take seconds of the same 2 cores.
+    """
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(len(args) + 1)
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_after_setup, args=(target, a, barrier, out)) for a in args]
+    for p in procs:
+        p.start()
+    barrier.wait(timeout=300)
+    started = time.perf_counter()
+    results = [out.get(timeout=900) for _ in procs]
+    for p in procs:
+        p.join()
+    return started, results

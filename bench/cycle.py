@@ -1,8 +1,10 @@
 """B3: claim + decide cycles per second, services vs pgbench on the same statements.
 
 The Python side runs claim_next and submit_decision through the service layer in 1, 8 and 32
-processes. The baseline is pgbench running, at the same client counts, the statements the
-services run — read from queue_app/sql.py at run time, so the two cannot drift.
+processes, counting cycles for a fixed time once every process is set up. The baseline is
+pgbench running, at the same client counts, the statements the services run — read from
+queue_app/sql.py at run time, so the two cannot drift — prepared, as the services' are, and
+grouped into the same round trips (pipelines).
 
     .venv/bin/python bench/cycle.py            # full run
     .venv/bin/python bench/cycle.py --smoke    # tiny, for CI
@@ -11,7 +13,6 @@ services run — read from queue_app/sql.py at run time, so the two cannot drift
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
 import os
 import re
 import shutil
@@ -30,6 +31,7 @@ from bench.common import (
     peak_rss_mb,
     scratch_database,
     server_params,
+    start_together,
     write_results,
 )
 
@@ -55,7 +57,7 @@ def pgbench_script(*, queue_id: int, reason_code: str, first_user: int, users: i
         "max_leases": "2147483647",
         "is_superuser": "false",
     }
-    lease = {**common, "item_id": ":c_id", "lease_token": "':c_lease_token'"}
+    lease = {**common, "item_id": ":c_id", "lease_token": "(:c_lease_token)::uuid"}
     decision = {
         **lease,
         "reviewer_id": ":owner_id",
@@ -66,18 +68,28 @@ def pgbench_script(*, queue_id: int, reason_code: str, first_user: int, users: i
         "supersedes_id": "NULL",
         "corrected_verdict": "NULL",
     }
+    # The round trips mirror the services: claim_next sends BEGIN, the guard, the renew and the
+    # claim together (managers.run_together), then COMMIT; submit_decision sends BEGIN, the
+    # guard and the close together, then the insert, then COMMIT. The services' statements are
+    # prepared (server-side binding), so pgbench runs with -M prepared. One difference: pgbench
+    # cannot read a result inside a pipeline (\gset), so the claim leaves the pipeline and
+    # costs pgbench one round trip more than the services.
     return "\n".join(
         [
             f"\\set queue_id {queue_id}",
             f"\\set owner_id {first_user} + (:client_id % {users})",
+            "\\startpipeline",
             "BEGIN;",
             bind(sql.SET_LOCAL_TIMEOUTS_AND_LOCK_REVIEWER_QUEUE, common) + ";",
             bind(sql.RENEW_OWN_LIVE_LEASE, common) + ";",
-            bind(sql.CLAIM_ITEMS, common) + "\n\\gset c_",
+            "\\endpipeline",
+            bind(sql.CLAIM_NEXT_ITEM, common) + "\n\\gset c_",
             "COMMIT;",
+            "\\startpipeline",
             "BEGIN;",
             bind(sql.SET_LOCAL_TIMEOUTS_AND_CHECK_ITEM_ACCESS, lease) + ";",
             bind(sql.CLOSE_ITEM, lease) + ";",
+            "\\endpipeline",
             bind(sql.INSERT_DECISION, decision) + ";",
             "COMMIT;",
             "",
@@ -85,8 +97,8 @@ def pgbench_script(*, queue_id: int, reason_code: str, first_user: int, users: i
     )
 
 
-def _python_worker(args: tuple[int, int, float, mp.Queue]) -> None:
-    user_id, queue_id, seconds, out = args
+def _python_worker(args: tuple[int, int, float], ready) -> tuple[int, float]:
+    user_id, queue_id, seconds = args
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewconsole.settings")
     import django
 
@@ -99,6 +111,7 @@ def _python_worker(args: tuple[int, int, float, mp.Queue]) -> None:
 
     me = User.objects.get(pk=user_id)
     queue = Queue.objects.get(pk=queue_id)
+    ready()
     done = 0
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline:
@@ -114,21 +127,14 @@ def _python_worker(args: tuple[int, int, float, mp.Queue]) -> None:
             evidence_hash=evidence_hash(subject=item.subject, payload=item.payload),
         )
         done += 1
-    out.put((done, peak_rss_mb()))
+    return done, peak_rss_mb()
 
 
 def run_python(clients: int, users: list[int], queue_id: int, seconds: float) -> dict:
-    ctx = mp.get_context("spawn")
-    out = ctx.Queue()
-    procs = [
-        ctx.Process(target=_python_worker, args=((users[i], queue_id, seconds, out),))
-        for i in range(clients)
-    ]
-    for p in procs:
-        p.start()
-    results = [out.get(timeout=seconds + 120) for _ in procs]
-    for p in procs:
-        p.join()
+    # Every process is set up before any starts its cycles (bench.common.start_together).
+    _, results = start_together(
+        _python_worker, [(users[i], queue_id, seconds) for i in range(clients)]
+    )
     cycles = sum(r[0] for r in results)
     return {
         "cycles": cycles,
@@ -145,7 +151,7 @@ def run_pgbench(clients: int, script: str, seconds: float, dbname: str) -> dict:
         shutil.which("pgbench") or "pgbench",
         "-n",
         "-M",
-        "simple",
+        "prepared",
         "-f",
         f.name,
         "-c",

@@ -4,7 +4,9 @@ procrastinate is a PostgreSQL job queue for Python. Its cycle here: a worker fet
 pre-deferred no-op job, runs it and marks it done. Ours: a process claims a pre-loaded item
 and submits a decision (claim_next + submit_decision through the services). Both drain M units
 with 1, 8 and 32 processes (procrastinate: one worker process each, concurrency 1); the rate
-is units per second of wall time. Deferring (procrastinate) is timed too, for context.
+is units per second of wall time from the moment every process is set up (imports, Django, a
+connection) until the last one finds no work. Deferring (procrastinate) is timed too, for
+context.
 
     .venv/bin/python bench/peer.py            # full run
     .venv/bin/python bench/peer.py --smoke    # tiny, for CI
@@ -13,7 +15,6 @@ is units per second of wall time. Deferring (procrastinate) is timed too, for co
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
 import os
 import sys
 import time
@@ -27,6 +28,7 @@ from bench.common import (
     machine,
     peak_rss_mb,
     scratch_database,
+    start_together,
     write_results,
 )
 
@@ -53,8 +55,9 @@ def _procrastinate_app():
     return app, noop
 
 
-def _peer_worker(_: int) -> float:
+def _peer_worker(_: int, ready) -> tuple[float, float]:
     app, _noop = _procrastinate_app()
+    ready()
     # run_worker opens the app's async pool itself. wait=False: exit once no job is left.
     app.run_worker(
         queues=["bench"],
@@ -63,10 +66,10 @@ def _peer_worker(_: int) -> float:
         install_signal_handlers=False,
         delete_jobs="never",
     )
-    return peak_rss_mb()
+    return time.perf_counter(), peak_rss_mb()
 
 
-def _our_worker(args: tuple[int, int]) -> float:
+def _our_worker(args: tuple[int, int], ready) -> tuple[float, float]:
     user_id, queue_id = args
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewconsole.settings")
     import django
@@ -80,6 +83,7 @@ def _our_worker(args: tuple[int, int]) -> float:
 
     me = User.objects.get(pk=user_id)
     queue = Queue.objects.get(pk=queue_id)
+    ready()
     while (item := claim_next(queue=queue, reviewer=me)) is not None:
         submit_decision(
             item_id=item.pk,
@@ -89,15 +93,13 @@ def _our_worker(args: tuple[int, int]) -> float:
             reason_code="ok",
             evidence_hash=evidence_hash(subject=item.subject, payload=item.payload),
         )
-    return peak_rss_mb()
+    return time.perf_counter(), peak_rss_mb()
 
 
 def _drain(target, args: list) -> tuple[float, float]:
-    ctx = mp.get_context("spawn")
-    t0 = time.perf_counter()
-    with ctx.Pool(len(args)) as pool:
-        rss = pool.map(target, args)
-    return time.perf_counter() - t0, max(rss)
+    """Seconds from the moment every process is set up until the last one finds no work."""
+    started, results = start_together(target, args)
+    return max(end for end, _ in results) - started, max(rss for _, rss in results)
 
 
 def load_items(queue_id: int, n: int) -> None:

@@ -40,7 +40,7 @@ def main() -> None:
             "",
             f"{claims['b1']['pending']:,} pending items; each claim rolled back.",
             "",
-            "| live leases | claim_next p50 / p99 ms | CLAIM_ITEMS p50 / p99 ms | "
+            "| live leases | claim_next p50 / p99 ms | CLAIM_NEXT_ITEM p50 / p99 ms | "
             "reference p50 / p99 ms |",
             "|---:|---:|---:|---:|",
         ]
@@ -65,7 +65,7 @@ def main() -> None:
             lines += [
                 "## B2 claim latency vs decided history (`bench/claims.py --only b2`)",
                 "",
-                "| decided items | claim_next p50 / p99 ms | CLAIM_ITEMS p50 / p99 ms |",
+                "| decided items | claim_next p50 / p99 ms | CLAIM_NEXT_ITEM p50 / p99 ms |",
                 "|---:|---:|---:|",
             ]
             for level, r in claims["b2"]["levels"].items():
@@ -107,8 +107,7 @@ def main() -> None:
             "",
             f"{profile['cycles']} cycles of claim_next + submit_decision in one process: "
             f"**{profile['statements_per_cycle']:g} SQL statements per cycle**; "
-            f"{profile['wall_ms_per_cycle']:.1f} ms wall per cycle, "
-            f"{profile['db_share']:.0%} of it inside database calls; CPU per cycle "
+            f"{profile['wall_ms_per_cycle']:.1f} ms wall per cycle; CPU per cycle "
             f"{profile['client_cpu_ms_per_cycle']:.1f} ms in the Python client and "
             f"{profile['server_cpu_ms_per_cycle']:.1f} ms in its server backend.",
             "",
