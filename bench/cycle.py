@@ -68,12 +68,12 @@ def pgbench_script(*, queue_id: int, reason_code: str, first_user: int, users: i
         "supersedes_id": "NULL",
         "corrected_verdict": "NULL",
     }
-    # The round trips mirror the services: claim_next sends BEGIN, the guard, the renew and the
-    # claim together (managers.run_together), then COMMIT; submit_decision sends BEGIN, the
-    # guard and the close together, then the insert, then COMMIT. The services' statements are
-    # prepared (server-side binding), so pgbench runs with -M prepared. One difference: pgbench
-    # cannot read a result inside a pipeline (\gset), so the claim leaves the pipeline and
-    # costs pgbench one round trip more than the services.
+    # The round trips mirror the services'. claim_next sends BEGIN, the guard, the renew, the
+    # claim and COMMIT together (managers.run_together); submit_decision sends BEGIN, the guard
+    # and the close together, then the insert and COMMIT together. The statements are
+    # prepared (server-side binding), so pgbench runs with -M prepared. One difference:
+    # pgbench cannot read a result inside a pipeline (\gset), so its claim leaves the pipeline
+    # and its COMMIT joins the decide's first pipeline: one round trip more than the services.
     return "\n".join(
         [
             f"\\set queue_id {queue_id}",
@@ -84,14 +84,16 @@ def pgbench_script(*, queue_id: int, reason_code: str, first_user: int, users: i
             bind(sql.RENEW_OWN_LIVE_LEASE, common) + ";",
             "\\endpipeline",
             bind(sql.CLAIM_NEXT_ITEM, common) + "\n\\gset c_",
-            "COMMIT;",
             "\\startpipeline",
+            "COMMIT;",
             "BEGIN;",
             bind(sql.SET_LOCAL_TIMEOUTS_AND_CHECK_ITEM_ACCESS, lease) + ";",
             bind(sql.CLOSE_ITEM, lease) + ";",
             "\\endpipeline",
+            "\\startpipeline",
             bind(sql.INSERT_DECISION, decision) + ";",
             "COMMIT;",
+            "\\endpipeline",
             "",
         ]
     )

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
 
 import psycopg
-from django.db import DEFAULT_DB_ALIAS, connection, connections, models
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, models
 from django.db.models.base import DEFERRED
 
 from queue_app import sql
@@ -75,7 +75,9 @@ def _row_plan(
 Result = tuple[tuple[str, ...], list[tuple[Any, ...]]]
 
 
-def run_together(steps: Sequence[tuple[str, dict[str, Any]]]) -> list[Result]:
+def run_together(
+    steps: Sequence[tuple[str, dict[str, Any]]], *, commit: bool = False
+) -> list[Result]:
     """Send statements in one round trip and return each one's (column names, rows), in order.
 
     psycopg's pipeline mode: the statements run one after another in the caller's transaction,
@@ -83,6 +85,13 @@ def run_together(steps: Sequence[tuple[str, dict[str, Any]]]) -> list[Result]:
     per statement. If one fails, the ones after it do not run and the error is raised (as
     Django's database error) when the results are collected. Only for statements where no
     decision in Python is needed between them.
+
+    commit=True, for the last statements of a transaction: when the caller's atomic block is
+    the outermost one, the COMMIT goes in the same round trip, so locks taken by the
+    statements (the decision chain's, above all) are not held while the client is scheduled
+    back to send it; the atomic block then finds nothing left to commit. Inside a savepoint
+    nothing is committed here and the block ends as usual. Either way a failure raises before
+    the block exits, which then rolls back.
 
     The cursors bind parameters on the server. Django's own inline them into the text and
     never prepare, so the server parses and plans every statement afresh; on the claim and
@@ -102,6 +111,8 @@ def run_together(steps: Sequence[tuple[str, dict[str, Any]]]) -> list[Result]:
             with db.connection.pipeline():
                 for cursor, (statement, params) in zip(cursors, steps, strict=True):
                     cursor.execute(statement, params)
+                if commit and db.in_atomic_block and not db.savepoint_ids:
+                    db.connection.commit()
             results = []
             for cursor in cursors:
                 # Column names straight from the result: building cursor.description's
@@ -165,11 +176,12 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         lock_timeout_ms: int,
         statement_timeout_ms: int,
     ) -> tuple[bool, ReviewItem | None, ReviewItem | None]:
-        """A reviewer's Next item in one round trip; return (may review, renewed, claimed).
+        """A reviewer's Next item in one round trip, committed; return (may review, renewed,
+        claimed).
 
         Sets the timeouts and takes the reviewer's claim lock in this queue, renews their live
-        lease there if they hold one, and otherwise claims the next item. The caller rolls
-        the transaction back when the reviewer may not review the queue.
+        lease there if they hold one, and otherwise claims the next item. Neither the renew
+        nor the claim does anything for a reviewer who may not review the queue.
         """
         params = {
             "queue_id": queue_id,
@@ -185,7 +197,8 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
                 (sql.SET_LOCAL_TIMEOUTS_AND_LOCK_REVIEWER_QUEUE, params),
                 (sql.RENEW_OWN_LIVE_LEASE, params),
                 (sql.CLAIM_NEXT_ITEM, params),
-            ]
+            ],
+            commit=True,
         )
         allowed = bool(guard[1][0][-1])
         renewed_items = build_instances(self.model, renewed)
@@ -284,9 +297,13 @@ class DecisionManager(models.Manager["Decision"]):
         lease_token: UUID | None = None,
         supersedes_id: int | None = None,
         corrected_verdict: str | None = None,
-    ) -> Decision | None:
-        """Insert a decision; None (nothing written) if the reason is not an active code of
-        this queue and verdict."""
+        commit: bool = False,
+    ) -> Decision:
+        """Insert a decision (commit: and end the transaction, see run_together).
+
+        A reason that is not an active code of this queue and verdict fails the statement
+        (see sql.INSERT_DECISION and is_missing_reason).
+        """
         [inserted] = run_together(
             [
                 (
@@ -304,7 +321,16 @@ class DecisionManager(models.Manager["Decision"]):
                         "corrected_verdict": corrected_verdict,
                     },
                 )
-            ]
+            ],
+            commit=commit,
         )
-        rows = build_instances(self.model, inserted)
-        return rows[0] if rows else None
+        return build_instances(self.model, inserted)[0]
+
+
+def is_missing_reason(exc: IntegrityError) -> bool:
+    """Whether INSERT_DECISION failed for want of an active reason code (see there)."""
+    cause = exc.__cause__
+    return (
+        isinstance(cause, psycopg.errors.NotNullViolation)
+        and cause.diag.column_name == "reason_code_id"
+    )

@@ -31,7 +31,7 @@ from queue_app.errors import (
 )
 from queue_app.evidence import evidence_hash
 from queue_app.jsonutil import exact_loads
-from queue_app.managers import set_local_timeouts
+from queue_app.managers import is_missing_reason, set_local_timeouts
 from queue_app.models import (
     CORRECTED_VERDICTS,
     REVIEW_VERDICTS,
@@ -163,6 +163,7 @@ def claim_next(*, queue: Queue, reviewer: User) -> ReviewItem | None:
     if not reviewer.is_authenticated or not reviewer.is_active:
         raise NotPermitted("You do not have access to this queue.")
     with transaction.atomic():
+        # Committed by the time it returns, if this is the outermost transaction.
         allowed, renewed, claimed = ReviewItem.objects.renew_or_claim_one(
             queue_id=queue.pk,
             owner_id=reviewer.pk,
@@ -172,9 +173,9 @@ def claim_next(*, queue: Queue, reviewer: User) -> ReviewItem | None:
             lock_timeout_ms=settings.REVIEW_LOCK_TIMEOUT_MS,
             statement_timeout_ms=settings.REVIEW_STATEMENT_TIMEOUT_MS,
         )
-        if not allowed:
-            # Raised inside the transaction: whatever was renewed or claimed rolls back.
-            raise NotPermitted("You do not have access to this queue.")
+    if not allowed:
+        # The renew and the claim are gated on the same check: nothing was written.
+        raise NotPermitted("You do not have access to this queue.")
     if renewed is not None:
         return renewed
     if claimed is not None:
@@ -282,37 +283,43 @@ def submit_decision(
         raise InvalidBounds(f"The note is longer than {NOTE_MAX_LENGTH} characters.")
     if not reviewer.is_authenticated or not reviewer.is_active:
         raise NotPermitted("You no longer have access to this queue.")
-    with transaction.atomic():
-        allowed, closed = ReviewItem.objects.guard_and_close(
-            item_id=item_id,
-            lease_token=token,
-            owner_id=reviewer.pk,
-            is_superuser=reviewer.is_superuser,
-            lock_timeout_ms=settings.REVIEW_LOCK_TIMEOUT_MS,
-            statement_timeout_ms=settings.REVIEW_STATEMENT_TIMEOUT_MS,
-        )
-        if closed is None:
-            raise StaleLease()
-        # Everything below raises inside the transaction: the close above rolls back with it.
-        if not allowed:
-            raise NotPermitted("You no longer have access to this queue.")
-        actual = _evidence_hash_of_row(closed)
-        if evidence_hash != actual:
-            raise EvidenceChanged()
-        if verdict == Verdict.ESCALATE and closed["escalation_queue_id"] is None:
-            raise InvalidVerdict("This queue has no escalation queue to escalate to.")
-        decision = Decision.objects.insert(
-            item_id=item_id,
-            queue_id=closed["queue_id"],
-            reviewer_id=reviewer.pk,
-            verdict=verdict,
-            reason_code=_code(reason_code),
-            evidence_hash=actual,
-            note=note,
-            lease_token=token,
-        )
-        if decision is None:
-            raise InvalidReason()
+    try:
+        with transaction.atomic():
+            allowed, closed = ReviewItem.objects.guard_and_close(
+                item_id=item_id,
+                lease_token=token,
+                owner_id=reviewer.pk,
+                is_superuser=reviewer.is_superuser,
+                lock_timeout_ms=settings.REVIEW_LOCK_TIMEOUT_MS,
+                statement_timeout_ms=settings.REVIEW_STATEMENT_TIMEOUT_MS,
+            )
+            if closed is None:
+                raise StaleLease()
+            # Everything below raises inside the transaction: the close rolls back with it.
+            if not allowed:
+                raise NotPermitted("You no longer have access to this queue.")
+            actual = _evidence_hash_of_row(closed)
+            if evidence_hash != actual:
+                raise EvidenceChanged()
+            if verdict == Verdict.ESCALATE and closed["escalation_queue_id"] is None:
+                raise InvalidVerdict("This queue has no escalation queue to escalate to.")
+            # The insert and the COMMIT travel together (the decision chain's lock is held
+            # from the insert to the commit, and no longer than that).
+            decision = Decision.objects.insert(
+                item_id=item_id,
+                queue_id=closed["queue_id"],
+                reviewer_id=reviewer.pk,
+                verdict=verdict,
+                reason_code=_code(reason_code),
+                evidence_hash=actual,
+                note=note,
+                lease_token=token,
+                commit=True,
+            )
+    except IntegrityError as exc:
+        if is_missing_reason(exc):
+            raise InvalidReason() from None
+        raise
     logger.info(
         "decision recorded",
         extra=_log_extra(
@@ -398,11 +405,11 @@ def overturn_decision(
                     corrected_verdict=corrected_verdict,
                 )
         except IntegrityError as exc:
+            if is_missing_reason(exc):
+                raise InvalidReason() from None
             if "supersedes" in str(exc):
                 raise AlreadySuperseded() from None
             raise
-        if overturn is None:
-            raise InvalidReason()
     logger.info(
         "decision overturned",
         extra=_log_extra(

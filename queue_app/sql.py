@@ -62,7 +62,9 @@ SELECT set_config('lock_timeout', %(lock_timeout)s, true),
 
 # Renew and return the reviewer's own live lease in this queue, if there is one: a second
 # Next (another tab, a reload) gets the item already on their screen, with the same token.
-RENEW_OWN_LIVE_LEASE = """
+# Nothing for a reviewer who may no longer review the queue.
+RENEW_OWN_LIVE_LEASE = (
+    """
 UPDATE queue_app_reviewitem AS i
    SET lease_expires = now() + %(ttl)s
  WHERE i.id = (
@@ -72,8 +74,12 @@ UPDATE queue_app_reviewitem AS i
          ORDER BY lease_expires DESC
          LIMIT 1
        )
+   AND """
+    + _MAY_REVIEW.format(queue="%(queue_id)s")
+    + """
 RETURNING i.*
 """
+)
 
 # Claim up to %(limit)s items: expired leases first (oldest expiry), then fresh work by
 # priority and age. Safe because:
@@ -86,22 +92,17 @@ RETURNING i.*
 # - the UPDATE re-checks nothing because the row lock is held from selection to stamp, and
 #   the new random token fences every later write by the previous holder.
 # Items already leased %(max_leases)s times are left for the escalation sweep.
-# With %(one_lease_per_owner)s (a reviewer's Next item) nothing is claimed while the owner holds
-# a live lease in the queue: sent right after RENEW_OWN_LIVE_LEASE, under the reviewer's claim
-# lock, this claims only when there was nothing to renew, so the two can travel together.
+# {gate} is a condition checked once, before anything is locked (see CLAIM_NEXT_ITEM).
 # The claimed/reclaimed events are written in the same statement (one round trip).
-CLAIM_ITEMS = """
+_CLAIM = """
 WITH expired AS MATERIALIZED (
     SELECT id, lease_owner_id AS previous_owner_id
       FROM queue_app_reviewitem
      WHERE queue_id = %(queue_id)s AND state = 'leased' AND lease_expires < now()
        AND lease_count < %(max_leases)s
-       AND NOT (%(one_lease_per_owner)s AND EXISTS (
-                SELECT 1 FROM queue_app_reviewitem
-                 WHERE queue_id = %(queue_id)s AND state = 'leased'
-                   AND lease_owner_id = %(owner_id)s AND lease_expires > now()))
+       AND {gate}
      ORDER BY lease_expires
-     LIMIT %(limit)s
+     LIMIT {limit}
        FOR UPDATE SKIP LOCKED
 ), fresh AS MATERIALIZED (
     -- The outer LIMIT changes nothing but the planner's estimate: without it the UPDATE below
@@ -111,15 +112,12 @@ WITH expired AS MATERIALIZED (
           FROM queue_app_reviewitem
          WHERE queue_id = %(queue_id)s AND state = 'pending'
            AND lease_count < %(max_leases)s
-           AND NOT (%(one_lease_per_owner)s AND EXISTS (
-                    SELECT 1 FROM queue_app_reviewitem
-                     WHERE queue_id = %(queue_id)s AND state = 'leased'
-                       AND lease_owner_id = %(owner_id)s AND lease_expires > now()))
+           AND {gate}
          ORDER BY priority DESC, created_at
-         LIMIT %(limit)s - (SELECT count(*) FROM expired)
+         LIMIT {limit} - (SELECT count(*) FROM expired)
            FOR UPDATE SKIP LOCKED
     ) AS unclaimed
-    LIMIT %(limit)s
+    LIMIT {limit}
 ), picked AS (
     SELECT id, previous_owner_id FROM expired
     UNION ALL
@@ -146,10 +144,24 @@ WITH expired AS MATERIALIZED (
 SELECT * FROM claimed ORDER BY priority DESC, created_at
 """
 
-# A reviewer's Next item: the claim above for one item, gated on the reviewer holding no live
-# lease in the queue. Both are written into the text rather than passed, so that the plan the
-# server caches for the prepared statement (managers.run_together) is made for one row.
-CLAIM_NEXT_ITEM = CLAIM_ITEMS.replace("%(limit)s", "1").replace("%(one_lease_per_owner)s", "true")
+# A batch for an automated worker (the API): up to %(limit)s items, no gate (the service checks
+# access first).
+CLAIM_ITEMS = _CLAIM.format(limit="%(limit)s", gate="true")
+
+# A reviewer's Next item: one item, and only if the reviewer may review the queue and holds no
+# live lease in it. Sent right after RENEW_OWN_LIVE_LEASE under the reviewer's claim lock, it
+# claims only when there was nothing to renew, so the two (and the COMMIT) travel together and
+# no Python decision is needed between them. The limit is written into the text, so that the
+# plan the server caches for the prepared statement (managers.run_together) is made for one row.
+CLAIM_NEXT_ITEM = _CLAIM.format(
+    limit="1",
+    gate="""NOT EXISTS (
+                SELECT 1 FROM queue_app_reviewitem
+                 WHERE queue_id = %(queue_id)s AND state = 'leased'
+                   AND lease_owner_id = %(owner_id)s AND lease_expires > now())
+           AND """
+    + _MAY_REVIEW.format(queue="%(queue_id)s"),
+)
 
 # Extend a lease, fenced by its token: a tab whose lease was taken over renews nothing.
 # A lapsed lease that nobody re-claimed is still the holder's (no one else can have it).
@@ -202,21 +214,22 @@ RETURNING i.id, i.queue_id, i.subject, i.payload,
 
 # Record a decision with its outbox row and its audit event, in the caller's transaction (the
 # same one as CLOSE_ITEM). The reason is looked up by its code among the queue's active codes
-# for this verdict (unique per queue, verdict and code, so at most one row): a code outside
-# that set inserts nothing and returns no row, which the caller reports as an invalid reason.
-# The chain hash and sequence are filled by the insert trigger; the outbox insert fires the
-# NOTIFY that wakes the apply worker when the transaction commits.
+# for this verdict (unique per queue, verdict and code); a code outside that set gives NULL,
+# which the column refuses (NOT NULL): the statement, and so the transaction, fail, and the
+# service reports an invalid reason. Failing rather than inserting nothing lets the service
+# send the COMMIT along with this statement. The chain hash and sequence are filled by the
+# insert trigger; the outbox insert fires the NOTIFY that wakes the apply worker at commit.
 INSERT_DECISION = """
 WITH decision AS (
     INSERT INTO queue_app_decision
            (item_id, queue_id, reviewer_id, verdict, reason_code_id, evidence_hash, note,
             supersedes_id, corrected_verdict, lease_token, created_at, chain_hash)
-    SELECT %(item_id)s, %(queue_id)s, %(reviewer_id)s, %(verdict)s::text, r.id,
-           %(evidence_hash)s, %(note)s, %(supersedes_id)s, %(corrected_verdict)s,
-           %(lease_token)s, now(), ''
-      FROM queue_app_reasoncode AS r
-     WHERE r.queue_id = %(queue_id)s AND r.verdict = %(verdict)s::text AND r.code = %(reason_code)s
-       AND r.retired_at IS NULL
+    VALUES (%(item_id)s, %(queue_id)s, %(reviewer_id)s, %(verdict)s::text,
+            (SELECT r.id FROM queue_app_reasoncode AS r
+              WHERE r.queue_id = %(queue_id)s AND r.verdict = %(verdict)s::text
+                AND r.code = %(reason_code)s AND r.retired_at IS NULL),
+            %(evidence_hash)s, %(note)s, %(supersedes_id)s, %(corrected_verdict)s,
+            %(lease_token)s, now(), '')
  RETURNING *
 ), job AS (
     INSERT INTO queue_app_effectjob

@@ -54,7 +54,6 @@ def test_claim_uses_the_pending_and_leased_partial_indexes(queue, alice):
             "limit": 1,
             "ttl": timedelta(minutes=5),
             "max_leases": 3,
-            "one_lease_per_owner": False,
         },
     )
     _assert_walks_partial_indexes(plan)
@@ -72,7 +71,13 @@ def test_the_cached_plan_of_next_item_walks_the_same_indexes(queue, alice):
         return f"${names.index(match.group(1)) + 1}"
 
     text = re.sub(r"%\((\w+)\)s", placeholder, sql.CLAIM_NEXT_ITEM).replace("%%", "%")
-    values = {"queue_id": queue.pk, "owner_id": alice.pk, "ttl": "5 minutes", "max_leases": 3}
+    values = {
+        "queue_id": queue.pk,
+        "owner_id": alice.pk,
+        "ttl": "5 minutes",
+        "max_leases": 3,
+        "is_superuser": False,
+    }
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
         cursor.execute(f"PREPARE next_item AS {text}")
