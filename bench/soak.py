@@ -164,9 +164,15 @@ class Faults:
             application_name="soak-stuck",
             options=f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}",
         )
+        # SKIP LOCKED, so it never queues behind a claim in flight: a plain FOR UPDATE that
+        # waited on a row a reviewer was claiming would, once the claim commits, keep that
+        # (now leased) row locked while skipping it, and the reviewer's next fenced write on
+        # it would get the friendly 503 after lock_timeout. That is the designed answer to a
+        # lock on your own item (tests/faults/test_stuck_transaction.py), not what this fault
+        # is for: claims flowing around locked pending rows.
         rows = conn.execute(
             "SELECT id FROM queue_app_reviewitem WHERE state = 'pending' "
-            "ORDER BY priority DESC, created_at LIMIT 3 FOR UPDATE"
+            "ORDER BY priority DESC, created_at LIMIT 3 FOR UPDATE SKIP LOCKED"
         ).fetchall()
         self.counts["rows_locked_by_stuck_sessions"] += len(rows)
 

@@ -101,6 +101,8 @@ def run_together(
     that is no worse than planning each time (test_claim_plan checks the claim's).
     """
     db = connections[DEFAULT_DB_ALIAS]
+    # What Django does before opening a cursor: the per-request health check, then connect.
+    db.close_if_health_check_failed()
     db.ensure_connection()
     # Wrapped as Django wraps its own cursors (query log, execute wrappers); one per statement
     # to hold its result.
