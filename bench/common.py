@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import http.client
 import json
 import multiprocessing as mp
 import os
 import platform
 import resource
+import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -278,3 +281,62 @@ def start_together(target: Callable[[Any, Callable[[], Any]], Any], args: list) 
     for p in procs:
         p.join()
     return started, results
+
+
+# -- app processes ------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_web(
+    env: dict[str, str], workers: int, log_path: Path, *, wait_seconds: float = 180
+) -> tuple[subprocess.Popen, int]:
+    """Start gunicorn on a free loopback port with this environment, its output in log_path;
+    return the process (leading its own process group) and the port once /healthz answers."""
+    port = free_port()
+    with log_path.open("ab") as log:
+        proc = subprocess.Popen(
+            [
+                str(ROOT / ".venv" / "bin" / "gunicorn"),
+                "reviewconsole.wsgi",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--workers",
+                str(workers),
+                "--log-level",
+                "warning",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + wait_seconds  # start-up is slow on a loaded machine
+    while time.monotonic() < deadline:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", "/healthz")
+            if conn.getresponse().status == 200:
+                return proc, port
+        except OSError:
+            pass
+        time.sleep(0.2)
+    stop_process(proc)
+    raise RuntimeError(f"gunicorn did not start; see {log_path}")
+
+
+def stop_process(proc: subprocess.Popen) -> int | None:
+    """SIGTERM a process group we started, then SIGKILL it if it lingers; return its status."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+    return proc.returncode

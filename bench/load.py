@@ -13,7 +13,6 @@ import http.client
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -26,8 +25,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import ROOT
-from bench.web import PASSWORD, Reviewer, free_port
+from bench.common import ROOT, start_web
+from bench.web import PASSWORD, Reviewer
 
 QUEUE = "soak"
 LEDGER = "soak_ledger"
@@ -332,38 +331,8 @@ def child_env(url: str, **extra: str) -> dict[str, str]:
 
 
 def start_gunicorn(url: str, workers: int, log_path: Path) -> tuple[subprocess.Popen, int]:
-    """Start gunicorn on a free loopback port; return the process and port once it listens."""
-    port = free_port()
-    with log_path.open("ab") as log:
-        proc = subprocess.Popen(
-            [
-                str(ROOT / ".venv" / "bin" / "gunicorn"),
-                "reviewconsole.wsgi",
-                "--bind",
-                f"127.0.0.1:{port}",
-                "--workers",
-                str(workers),
-                "--log-level",
-                "warning",
-            ],
-            cwd=ROOT,
-            env=child_env(url),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            conn.request("GET", "/healthz")
-            if conn.getresponse().status == 200:
-                return proc, port
-        except OSError:
-            pass
-        time.sleep(0.2)
-    stop_process(proc)
-    raise RuntimeError(f"gunicorn did not start; see {log_path}")
+    """Start gunicorn on url with the soak's environment; return it and its port once up."""
+    return start_web(child_env(url), workers, log_path, wait_seconds=60)
 
 
 def start_worker(url: str, log_path: Path) -> subprocess.Popen:
@@ -387,18 +356,6 @@ def start_worker(url: str, log_path: Path) -> subprocess.Popen:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-
-
-def stop_process(proc: subprocess.Popen) -> int | None:
-    """SIGTERM a process group we started, then SIGKILL it if it lingers; return its status."""
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
-    return proc.returncode
 
 
 # -- counting ---------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import ROOT, machine, write_results
+from bench.common import ROOT, machine, stop_process, tree_peak_rss_mb, write_results
 from bench.load import (
     IDLE_IN_TRANSACTION_MS,
     Traffic,
@@ -38,10 +38,8 @@ from bench.load import (
     seed,
     start_gunicorn,
     start_worker,
-    stop_process,
     wait_for_drain,
 )
-from bench.web import tree_peak_rss_mb
 
 DB = "rc_bench_soak"
 

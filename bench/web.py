@@ -18,8 +18,6 @@ import argparse
 import http.client
 import os
 import re
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,13 +29,14 @@ from urllib.parse import urlencode
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (
-    ROOT,
     bench_database,
     drop_database,
     machine,
     peak_rss_mb,
     percentiles,
     scratch_database,
+    start_web,
+    stop_process,
     tree_peak_rss_mb,
     write_results,
 )
@@ -134,44 +133,12 @@ def _item_path(status: int, headers: dict[str, str]) -> str | None:
     return match.group(0) if status == 302 and match else None
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_gunicorn(url: str, workers: int, log: Path) -> tuple[subprocess.Popen, int]:
-    """Start gunicorn on a free port (stderr to log) and wait until it accepts connections."""
-    port = free_port()
+    """Start gunicorn on url with production settings (loopback, plain http)."""
     env = {**os.environ, "DATABASE_URL": url, "LOG_LEVEL": "WARNING", "DEBUG": "false"}
     # Loopback, plain http: keep production settings but without the redirect to https.
     env.update(SECURE_SSL_REDIRECT="false", SECURE_COOKIES="false")
-    proc = subprocess.Popen(
-        [
-            str(ROOT / ".venv" / "bin" / "gunicorn"),
-            "reviewconsole.wsgi",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            str(workers),
-            "--log-level",
-            "warning",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=log.open("w"),
-        start_new_session=True,
-    )
-    deadline = time.time() + 180  # start-up is slow on a loaded machine
-    while time.time() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return proc, port
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError(f"gunicorn did not start: {log.read_text()[-1500:]}")
+    return start_web(env, workers, log)
 
 
 def run_phase(reviewers: list[Reviewer], seconds: float, rate: float | None) -> dict:
@@ -286,8 +253,7 @@ def main() -> None:
         results["load_generator_peak_rss_mb"] = peak_rss_mb()
         print(f"B4 gunicorn peak RSS (master + workers): {results['web_peak_rss_mb']} MiB")
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
+        stop_process(proc)
         log.unlink(missing_ok=True)
         drop_database(db)
     print("wrote", write_results("web-smoke" if args.smoke else "web", results))

@@ -20,13 +20,13 @@ from typing import Any
 import psycopg
 import pytest
 
+from bench.common import stop_process
 from bench.load import (
     ApiSession,
     Traffic,
     count_outcome,
     start_gunicorn,
     start_worker,
-    stop_process,
     wait_for_drain,
 )
 from bench.load import child_env as soak_env
