@@ -10,12 +10,14 @@ request (CONN_HEALTH_CHECKS), so nothing here needs to remember the outage.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable
 
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.views import defaults
 
 from queue_app.api.failures import error_response
 
@@ -63,3 +65,21 @@ class DatabaseUnavailableMiddleware:
             extra={"path": request.path, "error": str(exception).strip()[:300]},
         )
         return unavailable_response(request)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """handler500: the friendly 503 for a database error raised outside any view.
+
+    process_exception above sees only what a view raises. A middleware that reads or writes
+    the database (the session saved on the way out, the login throttle) raises where Django
+    turns it straight into a 500; Django then calls this inside its except block, so the
+    error is still sys.exc_info(). Any other error gets Django's own 500 page.
+    """
+    exception = sys.exc_info()[1]
+    if isinstance(exception, (OperationalError, InterfaceError)):
+        logger.warning(
+            "database unavailable outside a view; answered 503",
+            extra={"path": request.path, "error": str(exception).strip()[:300]},
+        )
+        return unavailable_response(request)
+    return defaults.server_error(request)

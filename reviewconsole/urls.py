@@ -17,6 +17,9 @@ accounts = [
     ),
 ]
 
+# A database error raised in a middleware (outside any view) gets the friendly 503 too.
+handler500 = "queue_app.middleware.server_error"
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include(accounts)),
