@@ -101,8 +101,9 @@ def main() -> None:
         lines += [
             "",
             f"{cycle['seconds']:.0f} s per run; the sides alternate "
-            f"{cycle.get('repetitions', 1)} times per level and the table shows the medians "
-            "(every run is in `results/cycle.json`). Target ≥ 0.6 at 8 and 32 processes: "
+            f"{cycle.get('repetitions', 1)} times per level. Rates are medians; the ratio is "
+            "the median of each run's paired ratio (the two sides back to back). "
+            "Target ≥ 0.6 at 8 and 32 processes: "
             f"{verdict(worst >= 0.6)} (worst {worst}, {worst / 0.6:.0%} of the target).",
             "",
         ]
@@ -198,8 +199,8 @@ def main() -> None:
             "## B6 peer: procrastinate (`bench/peer.py`)",
             "",
             f"{peer['units']:,} units drained per run; the sides alternate "
-            f"{peer.get('repetitions', 1)} times per level and the table shows the medians "
-            "(every run is in `results/peer.json`).",
+            f"{peer.get('repetitions', 1)} times per level. Rates are medians; the ratio is "
+            "the median of each run's paired ratio (the two sides back to back).",
             "",
             "| processes | ours /s | procrastinate /s | ratio | ratio of each run | "
             "procrastinate defer /s | peak RSS per process ours / procrastinate MiB |",
