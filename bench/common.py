@@ -257,6 +257,60 @@ def bench_queue(slug: str, *, reviewers: int) -> tuple[Any, Any, list[int]]:
     return queue, reason, users
 
 
+def load_pending(queue_id: int, n: int, *, prefix: str, payload: str = '{"amount": 12.50}') -> None:
+    """Bulk-load n pending items (oldest first, one payload for all) with SQL, then VACUUM
+    ANALYZE so the planner sees them. Keys carry a random part, so loading again adds more."""
+    from django.db import connection
+
+    with connection.cursor() as c:
+        c.execute(
+            """
+            INSERT INTO queue_app_reviewitem
+                (queue_id, state, priority, created_at, subject, payload, idempotency_key,
+                 source_hash, trace_id, lease_count)
+            SELECT %(queue_id)s, 'pending', 0, clock_timestamp(), %(prefix)s || ' ' || g,
+                   %(payload)s::jsonb, %(prefix)s || '-' || g || '-' || gen_random_uuid(), '',
+                   gen_random_uuid(), 0
+              FROM generate_series(1, %(n)s) AS g
+            """,
+            {"queue_id": queue_id, "n": n, "prefix": prefix, "payload": payload},
+        )
+        c.execute("VACUUM ANALYZE queue_app_reviewitem")
+
+
+def reviewer_process(user_id: int, queue_id: int) -> tuple[Any, Any]:
+    """In a spawned process: set Django up; return (queue, reviewer) for review_next()."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewconsole.settings")
+    import django
+
+    django.setup()
+    from django.contrib.auth.models import User
+
+    from queue_app.models import Queue
+
+    return Queue.objects.get(pk=queue_id), User.objects.get(pk=user_id)
+
+
+def review_next(queue: Any, reviewer: Any) -> bool:
+    """One reviewer cycle through the services, as B3, B6 and the profile measure it: claim the
+    next item and approve it ("ok") with the hash of what was shown. False if none was left."""
+    from queue_app.evidence import evidence_hash
+    from queue_app.services import claim_next, submit_decision
+
+    item = claim_next(queue=queue, reviewer=reviewer)
+    if item is None:
+        return False
+    submit_decision(
+        item_id=item.pk,
+        reviewer=reviewer,
+        lease_token=item.lease_token,
+        verdict="approve",
+        reason_code="ok",
+        evidence_hash=evidence_hash(subject=item.subject, payload=item.payload),
+    )
+    return True
+
+
 def _after_setup(target: Callable[..., Any], arg: Any, barrier: Any, out: Any) -> None:
     out.put(target(arg, barrier.wait))
 

@@ -28,8 +28,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import (
     bench_database,
     bench_queue,
+    load_pending,
     machine,
     peak_rss_mb,
+    review_next,
+    reviewer_process,
     scratch_database,
     server_params,
     start_together,
@@ -102,33 +105,11 @@ def pgbench_script(*, queue_id: int, reason_code: str, first_user: int, users: i
 
 def _python_worker(args: tuple[int, int, float], ready) -> tuple[int, float]:
     user_id, queue_id, seconds = args
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewconsole.settings")
-    import django
-
-    django.setup()
-    from django.contrib.auth.models import User
-
-    from queue_app.evidence import evidence_hash
-    from queue_app.models import Queue
-    from queue_app.services import claim_next, submit_decision
-
-    me = User.objects.get(pk=user_id)
-    queue = Queue.objects.get(pk=queue_id)
+    queue, me = reviewer_process(user_id, queue_id)
     ready()
     done = 0
     deadline = time.perf_counter() + seconds
-    while time.perf_counter() < deadline:
-        item = claim_next(queue=queue, reviewer=me)
-        if item is None:
-            break
-        submit_decision(
-            item_id=item.pk,
-            reviewer=me,
-            lease_token=item.lease_token,
-            verdict="approve",
-            reason_code="ok",
-            evidence_hash=evidence_hash(subject=item.subject, payload=item.payload),
-        )
+    while time.perf_counter() < deadline and review_next(queue, me):
         done += 1
     return done, peak_rss_mb()
 
@@ -193,19 +174,7 @@ def main() -> None:
     from django.db import connection
 
     queue, reason, users = bench_queue("cycle", reviewers=max(clients_list))
-    with connection.cursor() as c:
-        c.execute(
-            """
-            INSERT INTO queue_app_reviewitem
-                (queue_id, state, priority, created_at, subject, payload, idempotency_key,
-                 source_hash, trace_id, lease_count)
-            SELECT %s, 'pending', 0, now() - make_interval(secs => (%s - g) / 1000.0),
-                   'cycle ' || g, '{"amount": 12.50}', 'cycle-' || g, '', gen_random_uuid(), 0
-              FROM generate_series(1, %s) AS g
-            """,
-            [queue.pk, stock, stock],
-        )
-        c.execute("VACUUM ANALYZE queue_app_reviewitem")
+    load_pending(queue.pk, stock, prefix="cycle")
     connection.close()
     script = pgbench_script(
         queue_id=queue.pk, reason_code=reason.code, first_user=min(users), users=max(clients_list)

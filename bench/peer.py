@@ -26,8 +26,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import (
     bench_database,
     bench_queue,
+    load_pending,
     machine,
     peak_rss_mb,
+    review_next,
+    reviewer_process,
     scratch_database,
     start_together,
     write_results,
@@ -71,29 +74,10 @@ def _peer_worker(_: int, ready) -> tuple[float, float]:
 
 
 def _our_worker(args: tuple[int, int], ready) -> tuple[float, float]:
-    user_id, queue_id = args
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewconsole.settings")
-    import django
-
-    django.setup()
-    from django.contrib.auth.models import User
-
-    from queue_app.evidence import evidence_hash
-    from queue_app.models import Queue
-    from queue_app.services import claim_next, submit_decision
-
-    me = User.objects.get(pk=user_id)
-    queue = Queue.objects.get(pk=queue_id)
+    queue, me = reviewer_process(*args)
     ready()
-    while (item := claim_next(queue=queue, reviewer=me)) is not None:
-        submit_decision(
-            item_id=item.pk,
-            reviewer=me,
-            lease_token=item.lease_token,
-            verdict="approve",
-            reason_code="ok",
-            evidence_hash=evidence_hash(subject=item.subject, payload=item.payload),
-        )
+    while review_next(queue, me):
+        pass
     return time.perf_counter(), peak_rss_mb()
 
 
@@ -101,24 +85,6 @@ def _drain(target, args: list) -> tuple[float, float]:
     """Seconds from the moment every process is set up until the last one finds no work."""
     started, results = start_together(target, args)
     return max(end for end, _ in results) - started, max(rss for _, rss in results)
-
-
-def load_items(queue_id: int, n: int) -> None:
-    from django.db import connection
-
-    with connection.cursor() as c:
-        c.execute(
-            """
-            INSERT INTO queue_app_reviewitem
-                (queue_id, state, priority, created_at, subject, payload, idempotency_key,
-                 source_hash, trace_id, lease_count)
-            SELECT %s, 'pending', 0, clock_timestamp(), 'peer ' || g, '{"amount": 12.50}',
-                   'peer-' || g || '-' || gen_random_uuid(), '', gen_random_uuid(), 0
-              FROM generate_series(1, %s) AS g
-            """,
-            [queue_id, n],
-        )
-        c.execute("VACUUM ANALYZE queue_app_reviewitem")
 
 
 def main() -> None:
@@ -148,7 +114,7 @@ def main() -> None:
         # The two sides alternate, `reps` times each, and the medians are compared.
         runs = []
         for _ in range(reps):
-            load_items(queue.pk, units)
+            load_pending(queue.pk, units, prefix="peer")
             connection.close()
             ours_s, ours_rss = _drain(_our_worker, [(users[i], queue.pk) for i in range(clients)])
 

@@ -24,24 +24,20 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import bench_database, drop_database, machine, scratch_database, write_results
+from bench.common import (
+    bench_database,
+    drop_database,
+    machine,
+    review_next,
+    scratch_database,
+    write_results,
+)
 
 DB = "rc_bench_profile"
 
 
 def _cycle(queue: Any, reviewer: Any) -> None:
-    from queue_app.evidence import evidence_hash
-    from queue_app.services import claim_next, submit_decision
-
-    item = claim_next(queue=queue, reviewer=reviewer)
-    submit_decision(
-        item_id=item.pk,
-        reviewer=reviewer,
-        lease_token=item.lease_token,
-        verdict="approve",
-        reason_code="ok",
-        evidence_hash=evidence_hash(subject=item.subject, payload=item.payload),
-    )
+    assert review_next(queue, reviewer)
 
 
 def _label(statement: str) -> str:

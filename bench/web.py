@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import (
     bench_database,
     drop_database,
+    load_pending,
     machine,
     peak_rss_mb,
     percentiles,
@@ -205,21 +206,13 @@ def main() -> None:
     for i in range(users):
         u = User.objects.create_user(f"web-{i}", password=PASSWORD)
         u.groups.add(group)
-    with connection.cursor() as c:
-        c.execute(
-            """
-            INSERT INTO queue_app_reviewitem
-                (queue_id, state, priority, created_at, subject, payload, idempotency_key,
-                 source_hash, trace_id, lease_count)
-            SELECT %s, 'pending', 0, clock_timestamp(), 'ACME statement ' || g,
-                   jsonb_build_object('ledger_entity', 'ACME-CORP', 'variance_amount', 12.50,
-                                      'match_decision', 'PARTIAL', 'currency', 'EUR'),
-                   'web-' || g, '', gen_random_uuid(), 0
-              FROM generate_series(1, %s) AS g
-            """,
-            [queue.pk, stock],
-        )
-        c.execute("VACUUM ANALYZE queue_app_reviewitem")
+    load_pending(
+        queue.pk,
+        stock,
+        prefix="web",
+        payload='{"ledger_entity": "ACME-CORP", "variance_amount": 12.50, '
+        '"match_decision": "PARTIAL", "currency": "EUR"}',
+    )
     connection.close()
 
     log = Path(tempfile.mkstemp(prefix="bench-web-", suffix=".log")[1])
