@@ -38,10 +38,23 @@ def _load_history(queue) -> None:
         cursor.execute("ANALYZE queue_app_reviewitem")
 
 
+def _seq_scanned(node: dict | list) -> set[str]:
+    """The relations a JSON plan reads by sequential scan."""
+    if isinstance(node, list):
+        return set().union(*(_seq_scanned(n) for n in node))
+    found = {node["Relation Name"]} if node.get("Node Type") == "Seq Scan" else set()
+    for child in node.get("Plans", []) + ([node["Plan"]] if "Plan" in node else []):
+        found |= _seq_scanned(child)
+    return found
+
+
 def _assert_walks_partial_indexes(plan: str) -> None:
     assert "item_pending_claim" in plan
     assert "item_leased_expiry" in plan
-    assert '"Seq Scan"' not in plan
+    # Items (and their decided history) are never walked. The access check's lookups in the
+    # small grant tables may be planned as sequential scans once those tables have statistics
+    # saying they hold a handful of rows; that is the planner's right call there.
+    assert "queue_app_reviewitem" not in _seq_scanned(json.loads(plan))
 
 
 def test_claim_uses_the_pending_and_leased_partial_indexes(queue, alice):
