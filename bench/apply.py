@@ -38,6 +38,7 @@ from bench.common import (
     peak_rss_mb,
     percentiles,
     process_peak_rss_mb,
+    review_next,
     scratch_database,
     write_results,
 )
@@ -123,25 +124,14 @@ def _produce(queue: Any, reviewer: Any, slots: list[float], committed: dict[int,
     """Claim and decide one item at each of the given start times (a thread of its own)."""
     from django.db import connection
 
-    from queue_app.evidence import evidence_hash
-    from queue_app.services import claim_next, submit_decision
-
     try:
         for at in slots:
             pause = at - time.time()
             if pause > 0:
                 time.sleep(pause)
-            item = claim_next(queue=queue, reviewer=reviewer)
-            if item is None:
+            decision = review_next(queue, reviewer)
+            if decision is None:
                 raise RuntimeError("the lag run ran out of items")
-            decision = submit_decision(
-                item_id=item.pk,
-                reviewer=reviewer,
-                lease_token=item.lease_token,
-                verdict="approve",
-                reason_code="ok",
-                evidence_hash=evidence_hash(subject=item.subject, payload=item.payload),
-            )
             committed[decision.pk] = time.time()
     finally:
         connection.close()

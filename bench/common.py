@@ -291,16 +291,17 @@ def reviewer_process(user_id: int, queue_id: int) -> tuple[Any, Any]:
     return Queue.objects.get(pk=queue_id), User.objects.get(pk=user_id)
 
 
-def review_next(queue: Any, reviewer: Any) -> bool:
-    """One reviewer cycle through the services, as B3, B6 and the profile measure it: claim the
-    next item and approve it ("ok") with the hash of what was shown. False if none was left."""
+def review_next(queue: Any, reviewer: Any) -> Any:
+    """One reviewer cycle through the services, as B3, B5, B6 and the profile measure it: claim
+    the next item and approve it ("ok") with the hash of what was shown. Returns the decision,
+    or None if no item was left."""
     from queue_app.evidence import evidence_hash
     from queue_app.services import claim_next, submit_decision
 
     item = claim_next(queue=queue, reviewer=reviewer)
     if item is None:
-        return False
-    submit_decision(
+        return None
+    return submit_decision(
         item_id=item.pk,
         reviewer=reviewer,
         lease_token=item.lease_token,
@@ -308,7 +309,6 @@ def review_next(queue: Any, reviewer: Any) -> bool:
         reason_code="ok",
         evidence_hash=evidence_hash(subject=item.subject, payload=item.payload),
     )
-    return True
 
 
 def _after_setup(target: Callable[..., Any], arg: Any, barrier: Any, out: Any) -> None:
