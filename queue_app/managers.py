@@ -1,6 +1,6 @@
 """Thin managers: run the named statements in queue_app.sql and hand back model instances.
 
-No policy here (who may claim, what a stale token means): that is services.py.
+No policy here (who may claim, what a stale token means): that is the services package.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from django.contrib.auth.models import Group, Permission, User
 from django.db import connection
 from django.test import Client
 
-from queue_app.admin_permissions import admin_group_permissions
+from queue_app.admin.permissions import admin_group_permissions
 from queue_app.models import Decision, ReviewItem
 from queue_app.services import claim_next, submit_decision
 from tests.conftest import make_items, shown_hash

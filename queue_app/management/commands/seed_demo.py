@@ -12,7 +12,7 @@ from django.contrib.auth.models import Group, User
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from queue_app.admin_permissions import admin_group_permissions
+from queue_app.admin.permissions import admin_group_permissions
 from queue_app.models import Queue, ReasonCode, Verdict
 from queue_app.services import create_item
 

@@ -1,0 +1,78 @@
+"""Queue configuration and reason codes: the only models admins edit directly."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
+
+from queue_app.admin.filters import (
+    RetiredFilter,
+)
+from queue_app.admin.forms import QueueForm
+from queue_app.models import (
+    Queue,
+    ReasonCode,
+)
+
+
+@admin.register(Queue)
+class QueueAdmin(admin.ModelAdmin):
+    form = QueueForm
+    list_display = (
+        "slug",
+        "name",
+        "lease_ttl",
+        "escalation_threshold",
+        "escalation_queue",
+        "effect",
+        "max_in_flight",
+    )
+    list_select_related = ("escalation_queue",)
+    search_fields = ("slug", "name")
+    filter_horizontal = ("reviewer_groups",)
+    fieldsets = (
+        (None, {"fields": ("slug", "name", "description")}),
+        ("Leases", {"fields": ("lease_ttl", "max_in_flight")}),
+        ("Escalation", {"fields": ("escalation_threshold", "escalation_queue")}),
+        ("Effect", {"fields": ("effect", "webhook_url", "webhook_secret_env")}),
+        ("Access", {"fields": ("reviewer_groups",)}),
+    )
+
+
+@admin.register(ReasonCode)
+class ReasonCodeAdmin(admin.ModelAdmin):
+    list_display = ("code", "label", "verdict", "queue", "is_active", "retired_at")
+    list_select_related = ("queue",)
+    list_filter = ("queue", "verdict", RetiredFilter)
+    search_fields = ("code", "label")
+    actions = ("retire", "unretire")
+    readonly_fields = ("retired_at",)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        # Decisions point at a code by id: renaming what it means would rewrite their history.
+        if obj is not None:
+            return ("queue", "verdict", "code", "retired_at")
+        return self.readonly_fields
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # retire instead: past decisions keep their reason
+
+    @admin.display(boolean=True, description="active")
+    def is_active(self, reason: ReasonCode) -> bool:
+        return reason.retired_at is None
+
+    @admin.action(
+        description="Retire selected codes (hide from new decisions)", permissions=["change"]
+    )
+    def retire(self, request: HttpRequest, queryset: QuerySet[ReasonCode]) -> None:
+        count = queryset.filter(retired_at__isnull=True).update(retired_at=timezone.now())
+        self.message_user(request, f"Retired {count} reason code(s).", messages.SUCCESS)
+
+    @admin.action(description="Bring selected codes back into use", permissions=["change"])
+    def unretire(self, request: HttpRequest, queryset: QuerySet[ReasonCode]) -> None:
+        count = queryset.filter(retired_at__isnull=False).update(retired_at=None)
+        self.message_user(request, f"Restored {count} reason code(s).", messages.SUCCESS)

@@ -1,0 +1,56 @@
+"""The operations a person would name: claim, renew, release, decide, overturn, escalate.
+
+Views, the API and management commands call these and nothing lower. Each takes keyword-only
+arguments, runs in an explicit transaction, and fails with a queue_app.errors type. One module
+per capability; callers import the package and name the operation (``services.claim_next``).
+"""
+
+from __future__ import annotations
+
+from queue_app.services._common import NOTE_MAX_LENGTH, User, database_now
+from queue_app.services.access import queues_for_user, user_can_review
+from queue_app.services.decisions import (
+    find_completed_decision,
+    item_decisions,
+    overturn_decision,
+    reason_codes_for,
+    standing_decision,
+    standing_outcome,
+    submit_decision,
+)
+from queue_app.services.escalation import escalate_abandoned
+from queue_app.services.intake import create_item, replace_evidence
+from queue_app.services.leases import (
+    BATCH_SIZE_RANGE,
+    BATCH_TTL_RANGE,
+    claim_batch,
+    claim_next,
+    release_lease,
+    renew_lease,
+)
+from queue_app.services.outbox import retry_effect_job
+
+__all__ = [
+    "BATCH_SIZE_RANGE",
+    "BATCH_TTL_RANGE",
+    "NOTE_MAX_LENGTH",
+    "User",
+    "claim_batch",
+    "claim_next",
+    "create_item",
+    "database_now",
+    "escalate_abandoned",
+    "find_completed_decision",
+    "item_decisions",
+    "overturn_decision",
+    "queues_for_user",
+    "reason_codes_for",
+    "release_lease",
+    "renew_lease",
+    "replace_evidence",
+    "retry_effect_job",
+    "standing_decision",
+    "standing_outcome",
+    "submit_decision",
+    "user_can_review",
+]

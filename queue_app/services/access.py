@@ -1,0 +1,33 @@
+"""Who may review which queue: by group, by API client grant, or everything (superusers)."""
+
+from __future__ import annotations
+
+from django.db.models import Q, QuerySet
+
+from queue_app.models import Queue, ReviewItem
+from queue_app.services._common import User
+
+
+def queues_for_user(*, user: User) -> QuerySet[Queue]:
+    """Return the queues this user may review: by group, API client grant, or all (superusers)."""
+    if not user.is_authenticated or not user.is_active:
+        return Queue.objects.none()
+    if user.is_superuser:
+        return Queue.objects.all()
+    # An API client's service user reviews the queues named on its client while it is not
+    # revoked (the API's access list), on top of any group grant.
+    return Queue.objects.filter(
+        Q(reviewer_groups__user=user)
+        | Q(api_clients__user=user, api_clients__revoked_at__isnull=True)
+    ).distinct()
+
+
+def user_can_review(*, user: User, queue: Queue | int) -> bool:
+    """Return whether the user may claim and decide items of this queue."""
+    if not user.is_authenticated or not user.is_active:
+        return False
+    if user.is_superuser:
+        return True
+    queue_id = queue if isinstance(queue, int) else queue.pk
+    # The same rule as queues_for_user, as two index lookups rather than a DISTINCT join.
+    return ReviewItem.objects.may_review(queue_id=queue_id, user_id=user.pk, is_superuser=False)

@@ -1,0 +1,248 @@
+"""Decisions and overturns: the fenced close, the append-only insert, the standing outcome."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+
+from queue_app.errors import (
+    AlreadySuperseded,
+    EvidenceChanged,
+    InvalidBounds,
+    InvalidReason,
+    InvalidVerdict,
+    NotPermitted,
+    StaleLease,
+)
+from queue_app.evidence import evidence_hash
+from queue_app.jsonutil import exact_loads
+from queue_app.managers import is_missing_reason
+from queue_app.models import (
+    CORRECTED_VERDICTS,
+    REVIEW_VERDICTS,
+    Decision,
+    Queue,
+    ReasonCode,
+    ReviewItem,
+    Verdict,
+)
+from queue_app.services._common import (
+    NOTE_MAX_LENGTH,
+    User,
+    guard_timeouts,
+    log_extra,
+    logger,
+    parse_token,
+)
+
+
+def reason_codes_for(*, queue: Queue | int, verdict: str) -> QuerySet[ReasonCode]:
+    """Return the active reason codes a new decision of this verdict may use in this queue."""
+    queue_id = queue if isinstance(queue, int) else queue.pk
+    return ReasonCode.objects.filter(queue_id=queue_id, verdict=verdict, retired_at__isnull=True)
+
+
+def _code(reason_code: str | ReasonCode) -> str:
+    return reason_code.code if isinstance(reason_code, ReasonCode) else reason_code
+
+
+def submit_decision(
+    *,
+    item_id: int,
+    reviewer: User,
+    lease_token: uuid.UUID | str,
+    verdict: str,
+    reason_code: str | ReasonCode,
+    evidence_hash: str,
+    note: str = "",
+) -> Decision:
+    """Close a leased item with a verdict, fenced by the lease token and the evidence hash."""
+    token = parse_token(lease_token)
+    if verdict not in REVIEW_VERDICTS:
+        raise InvalidVerdict()
+    if len(note) > NOTE_MAX_LENGTH:
+        raise InvalidBounds(f"The note is longer than {NOTE_MAX_LENGTH} characters.")
+    if not reviewer.is_authenticated or not reviewer.is_active:
+        raise NotPermitted("You no longer have access to this queue.")
+    try:
+        with transaction.atomic():
+            allowed, closed = ReviewItem.objects.guard_and_close(
+                item_id=item_id,
+                lease_token=token,
+                owner_id=reviewer.pk,
+                is_superuser=reviewer.is_superuser,
+                lock_timeout_ms=settings.REVIEW_LOCK_TIMEOUT_MS,
+                statement_timeout_ms=settings.REVIEW_STATEMENT_TIMEOUT_MS,
+            )
+            if closed is None:
+                raise StaleLease()
+            # Everything below raises inside the transaction: the close rolls back with it.
+            if not allowed:
+                raise NotPermitted("You no longer have access to this queue.")
+            actual = _evidence_hash_of_row(closed)
+            if evidence_hash != actual:
+                raise EvidenceChanged()
+            if verdict == Verdict.ESCALATE and closed["escalation_queue_id"] is None:
+                raise InvalidVerdict("This queue has no escalation queue to escalate to.")
+            # The insert and the COMMIT travel together (the decision chain's lock is held
+            # from the insert to the commit, and no longer than that).
+            decision = Decision.objects.insert(
+                item_id=item_id,
+                queue_id=closed["queue_id"],
+                reviewer_id=reviewer.pk,
+                verdict=verdict,
+                reason_code=_code(reason_code),
+                evidence_hash=actual,
+                note=note,
+                lease_token=token,
+                commit=True,
+            )
+    except IntegrityError as exc:
+        if is_missing_reason(exc):
+            raise InvalidReason() from None
+        raise
+    logger.info(
+        "decision recorded",
+        extra=log_extra(
+            decision_id=decision.pk,
+            item_id=item_id,
+            queue=closed["queue_slug"],
+            reviewer=reviewer.pk,
+            verdict=verdict,
+        ),
+    )
+    return decision
+
+
+def _evidence_hash_of_row(row: dict[str, Any]) -> str:
+    payload = row["payload"]
+    if isinstance(payload, str):
+        payload = exact_loads(payload)
+    return evidence_hash(subject=row["subject"], payload=payload)
+
+
+def standing_decision(*, item: ReviewItem | int) -> Decision | None:
+    """Return the last decision in the item's supersede chain (the one no overturn replaced)."""
+    item_id = item if isinstance(item, int) else item.pk
+    return (
+        Decision.objects.filter(item_id=item_id, superseded_by__isnull=True)
+        .select_related("reason_code", "reviewer")
+        .first()
+    )
+
+
+def standing_outcome(*, item: ReviewItem | int) -> str | None:
+    """Return the verdict that stands for the item now, or None if undecided."""
+    decision = standing_decision(item=item)
+    return decision.standing_verdict if decision else None
+
+
+def overturn_decision(
+    *,
+    decision_id: int,
+    admin: User,
+    corrected_verdict: str,
+    reason_code: str | ReasonCode,
+    note: str = "",
+) -> Decision:
+    """Supersede a standing decision with an overturn row (never an edit)."""
+    if not admin.is_authenticated or not admin.has_perm("queue_app.can_overturn"):
+        raise NotPermitted("You do not have permission to overturn decisions.")
+    if corrected_verdict not in CORRECTED_VERDICTS:
+        raise InvalidVerdict("An overturn leaves either approve or reject standing.")
+    if len(note) > NOTE_MAX_LENGTH:
+        raise InvalidBounds(f"The note is longer than {NOTE_MAX_LENGTH} characters.")
+    with transaction.atomic():
+        guard_timeouts()
+        # The row lock serialises two admins overturning the same decision at once; the second
+        # then sees the first's overturn and gets AlreadySuperseded, not a constraint error.
+        target = (
+            Decision.objects.select_for_update(of=("self",))
+            .select_related("item")
+            .get(pk=decision_id)
+        )
+        if Decision.objects.filter(supersedes_id=target.pk).exists():
+            raise AlreadySuperseded()
+        if target.verdict == Verdict.ESCALATE:
+            raise InvalidVerdict(
+                "An escalation is not overturned; decide the escalated item in its own queue."
+            )
+        if target.reviewer_id == admin.pk:
+            raise NotPermitted("Four eyes: you cannot overturn a decision you made yourself.")
+        if target.standing_verdict == corrected_verdict:
+            raise InvalidVerdict(f"The decision already stands as {corrected_verdict}.")
+        item = target.item
+        try:
+            with transaction.atomic():
+                overturn = Decision.objects.insert(
+                    item_id=item.pk,
+                    queue_id=target.queue_id,
+                    reviewer_id=admin.pk,
+                    verdict=Verdict.OVERTURN,
+                    reason_code=_code(reason_code),
+                    evidence_hash=evidence_hash(subject=item.subject, payload=item.payload),
+                    note=note,
+                    supersedes_id=target.pk,
+                    corrected_verdict=corrected_verdict,
+                )
+        except IntegrityError as exc:
+            if is_missing_reason(exc):
+                raise InvalidReason() from None
+            if "supersedes" in str(exc):
+                raise AlreadySuperseded() from None
+            raise
+    logger.info(
+        "decision overturned",
+        extra=log_extra(
+            decision_id=overturn.pk,
+            supersedes=target.pk,
+            item_id=item.pk,
+            reviewer=admin.pk,
+            verdict=corrected_verdict,
+        ),
+    )
+    return overturn
+
+
+def find_completed_decision(
+    *,
+    item_id: int,
+    reviewer: User,
+    lease_token: uuid.UUID | str,
+    verdict: str,
+    reason_code: str,
+    evidence_hash: str,
+) -> Decision | None:
+    """Return the decision this exact completion already recorded (a client's retry), if any."""
+    try:
+        token = parse_token(lease_token)
+    except StaleLease:
+        return None
+    # Decisions store the lease token that fenced them, so a retry is recognised by what it
+    # names, not guessed from timing; a different verdict, reason or hash is not a retry.
+    return (
+        Decision.objects.filter(
+            item_id=item_id,
+            reviewer_id=reviewer.pk,
+            lease_token=token,
+            verdict=verdict,
+            reason_code__code=reason_code,
+            evidence_hash=evidence_hash,
+        )
+        .exclude(verdict=Verdict.OVERTURN)
+        .select_related("reason_code", "reviewer")
+        .first()
+    )
+
+
+def item_decisions(*, item_id: int) -> list[Decision]:
+    """Return the item's decisions in order, with reason, author and effect status loaded."""
+    return list(
+        Decision.objects.filter(item_id=item_id)
+        .select_related("reason_code", "reviewer", "applied", "effect_job")
+        .order_by("id")
+    )

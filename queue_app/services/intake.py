@@ -1,0 +1,96 @@
+"""Items arriving from upstream: created once per idempotency key, evidence replaced while open."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from queue_app.errors import AlreadyDecided, IdempotencyConflict, ItemNotFound
+from queue_app.evidence import evidence_hash
+from queue_app.models import ItemEvent, ItemEventKind, ItemState, Queue, ReviewItem
+from queue_app.services._common import User, database_now, guard_timeouts, log_extra, logger
+
+
+def create_item(
+    *,
+    queue: Queue,
+    subject: str,
+    payload: Any,
+    idempotency_key: str,
+    source_hash: str = "",
+    priority: int = 0,
+    trace_id: uuid.UUID | None = None,
+    escalated_from: ReviewItem | None = None,
+) -> tuple[ReviewItem, bool]:
+    """Create an item once per idempotency key; return (item, created).
+
+    Replaying a key with the same source hash returns the existing item; a different source
+    hash for the same key is an IdempotencyConflict (two different things under one name).
+    escalated_from links an escalation to its origin in the same INSERT, so no escalated item
+    is ever visible without it.
+    """
+    with transaction.atomic():
+        try:
+            # A savepoint: a concurrent insert of the same key loses the unique race here and
+            # falls through to read the winner's row, inside the caller's transaction.
+            with transaction.atomic():
+                item = ReviewItem.objects.create(
+                    queue=queue,
+                    subject=subject,
+                    payload=payload,
+                    idempotency_key=idempotency_key,
+                    source_hash=source_hash,
+                    priority=priority,
+                    trace_id=trace_id or uuid.uuid4(),
+                    escalated_from=escalated_from,
+                )
+        except IntegrityError:
+            existing = ReviewItem.objects.filter(idempotency_key=idempotency_key).first()
+            if existing is None:
+                raise
+            if existing.source_hash != source_hash or existing.queue_id != queue.pk:
+                raise IdempotencyConflict(
+                    f"Idempotency key {idempotency_key!r} already names item {existing.pk} "
+                    "with different content (source_hash or queue differ)."
+                ) from None
+            return existing, False
+        ItemEvent.objects.create(
+            item=item, kind=ItemEventKind.CREATED, detail={"priority": priority}
+        )
+    return item, True
+
+
+def replace_evidence(
+    *, item_id: int, actor: User, payload: Any, subject: str | None = None
+) -> ReviewItem:
+    """Replace a pending or leased item's payload (and subject); AlreadyDecided once decided."""
+    with transaction.atomic():
+        guard_timeouts()
+        # The row lock orders this against a concurrent fenced close: if the close commits
+        # first we see 'decided' and refuse; if we commit first the close re-reads our payload
+        # and the holder's evidence hash no longer matches (EvidenceChanged).
+        item = ReviewItem.objects.select_for_update().filter(pk=item_id).first()
+        if item is None:
+            raise ItemNotFound()
+        if item.state == ItemState.DECIDED:
+            raise AlreadyDecided()
+        before = evidence_hash(subject=item.subject, payload=item.payload)
+        item.payload = payload
+        if subject is not None:
+            item.subject = subject
+        item.evidence_updated_at = database_now()
+        item.save(update_fields=["payload", "subject", "evidence_updated_at"])
+        after = evidence_hash(subject=item.subject, payload=item.payload)
+        ItemEvent.objects.create(
+            item=item,
+            kind=ItemEventKind.EVIDENCE_REPLACED,
+            actor=actor if actor.is_authenticated else None,
+            detail={"previous_evidence_hash": before, "evidence_hash": after},
+        )
+    logger.info(
+        "evidence replaced",
+        extra=log_extra(item_id=item.pk, trace_id=item.trace_id, reviewer=actor.pk),
+    )
+    return item

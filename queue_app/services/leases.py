@@ -1,0 +1,107 @@
+"""Claims and leases: the next item for a reviewer, batches for adjudicators, renew, release."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+
+from queue_app.errors import InvalidBounds, NotPermitted, StaleLease
+from queue_app.models import Queue, ReviewItem
+from queue_app.services._common import User, guard_timeouts, log_extra, logger, parse_token
+from queue_app.services.access import user_can_review
+
+BATCH_SIZE_RANGE = (1, 200)
+BATCH_TTL_RANGE = (timedelta(seconds=1), timedelta(hours=1))
+# Claims skip nothing on lease count unless the queue has somewhere to escalate to.
+_NO_LEASE_LIMIT = 2**31 - 1
+
+
+def _max_leases(queue: Queue) -> int:
+    return queue.escalation_threshold if queue.escalation_queue_id else _NO_LEASE_LIMIT
+
+
+def claim_next(*, queue: Queue, reviewer: User) -> ReviewItem | None:
+    """Lease the next item of the queue to a reviewer, or return their live lease, renewed."""
+    if not reviewer.is_authenticated or not reviewer.is_active:
+        raise NotPermitted("You do not have access to this queue.")
+    with transaction.atomic():
+        # Committed by the time it returns, if this is the outermost transaction.
+        allowed, renewed, claimed = ReviewItem.objects.renew_or_claim_one(
+            queue_id=queue.pk,
+            owner_id=reviewer.pk,
+            is_superuser=reviewer.is_superuser,
+            ttl=queue.lease_ttl,
+            max_leases=_max_leases(queue),
+            lock_timeout_ms=settings.REVIEW_LOCK_TIMEOUT_MS,
+            statement_timeout_ms=settings.REVIEW_STATEMENT_TIMEOUT_MS,
+        )
+    if not allowed:
+        # The renew and the claim are gated on the same check: nothing was written.
+        raise NotPermitted("You do not have access to this queue.")
+    if renewed is not None:
+        return renewed
+    if claimed is not None:
+        logger.info(
+            "item claimed",
+            extra=log_extra(
+                item_id=claimed.pk,
+                queue=queue.slug,
+                reviewer=reviewer.pk,
+                trace_id=claimed.trace_id,
+                lease_count=claimed.lease_count,
+            ),
+        )
+    return claimed
+
+
+def claim_batch(*, queue: Queue, worker: User, n: int, ttl: timedelta) -> list[ReviewItem]:
+    """Lease up to n items (1..200) to an automated worker for ttl (1 s .. 1 h)."""
+    if not BATCH_SIZE_RANGE[0] <= n <= BATCH_SIZE_RANGE[1]:
+        raise InvalidBounds(
+            f"batch size must be between {BATCH_SIZE_RANGE[0]} and {BATCH_SIZE_RANGE[1]}"
+        )
+    if not BATCH_TTL_RANGE[0] <= ttl <= BATCH_TTL_RANGE[1]:
+        raise InvalidBounds("lease duration must be between 1 second and 1 hour")
+    if not user_can_review(user=worker, queue=queue):
+        raise NotPermitted("You do not have access to this queue.")
+    with transaction.atomic():
+        guard_timeouts()
+        items = ReviewItem.objects.claim(
+            queue_id=queue.pk, owner_id=worker.pk, limit=n, ttl=ttl, max_leases=_max_leases(queue)
+        )
+    logger.info(
+        "batch claimed", extra=log_extra(queue=queue.slug, reviewer=worker.pk, count=len(items))
+    )
+    return items
+
+
+def renew_lease(*, item_id: int, reviewer: User, lease_token: uuid.UUID | str) -> datetime:
+    """Extend the reviewer's lease by the queue's TTL; StaleLease if it is no longer theirs."""
+    token = parse_token(lease_token)
+    queue = Queue.objects.filter(items__pk=item_id).only("lease_ttl").first()
+    if queue is None:
+        raise StaleLease()
+    with transaction.atomic():
+        guard_timeouts()
+        expires = ReviewItem.objects.renew(
+            item_id=item_id, lease_token=token, owner_id=reviewer.pk, ttl=queue.lease_ttl
+        )
+    if expires is None:
+        raise StaleLease()
+    return expires
+
+
+def release_lease(*, item_id: int, reviewer: User, lease_token: uuid.UUID | str) -> None:
+    """Give the item back to its queue; StaleLease if the lease is no longer the reviewer's."""
+    token = parse_token(lease_token)
+    with transaction.atomic():
+        guard_timeouts()
+        released = ReviewItem.objects.release(
+            item_id=item_id, lease_token=token, owner_id=reviewer.pk
+        )
+    if not released:
+        raise StaleLease()
+    logger.info("item released", extra=log_extra(item_id=item_id, reviewer=reviewer.pk))
