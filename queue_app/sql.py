@@ -299,6 +299,20 @@ SELECT id, chain_seq, chain_hash, expected
 
 COUNT_DECISIONS = "SELECT count(*) FROM queue_app_decision"
 
+# The chain's head (highest position) and the database clock, for a signed checkpoint. One
+# index lookup on the unique chain_seq.
+CHAIN_HEAD = """
+SELECT now(), d.chain_seq, d.chain_hash, d.id
+  FROM (SELECT 1) AS one
+  LEFT JOIN LATERAL (
+        SELECT chain_seq, chain_hash, id FROM queue_app_decision
+         WHERE chain_seq IS NOT NULL ORDER BY chain_seq DESC LIMIT 1
+       ) AS d ON true
+"""
+
+# The link at one chain position, to compare with what a checkpoint recorded there.
+CHAIN_LINK_AT = "SELECT chain_hash, id FROM queue_app_decision WHERE chain_seq = %(seq)s"
+
 # -- apply worker --------------------------------------------------------------------------------
 # The outbox drain (queue_app/apply.py). A job is due when it is neither done nor dead and its
 # next attempt time has come; the partial index effectjob_due holds exactly those rows.

@@ -211,6 +211,15 @@ REVIEW_STATEMENT_TIMEOUT_MS = env.int("REVIEW_STATEMENT_TIMEOUT_MS", default=500
 UNAPPLIED_ALERT_MINUTES = env.int("UNAPPLIED_ALERT_MINUTES", default=5)
 METRICS_TOKEN = env("METRICS_TOKEN", default="")
 
+# Signed checkpoints of the decision chain (queue_app/checkpoint.py): the Ed25519 key that signs
+# them (base64 of 32 raw bytes, or PEM; `manage.py checkpoint --generate-key` makes one), the
+# public key verifiers trust (defaults to the signer's own), and where the apply worker's
+# periodic checkpoints go (a folder, and optionally a webhook).
+REVIEW_CHECKPOINT_KEY = env("REVIEW_CHECKPOINT_KEY", default="")
+REVIEW_CHECKPOINT_PUBLIC_KEY = env("REVIEW_CHECKPOINT_PUBLIC_KEY", default="")
+REVIEW_CHECKPOINT_DIR = Path(env("REVIEW_CHECKPOINT_DIR", default=str(DATA_DIR / "checkpoints")))
+REVIEW_CHECKPOINT_WEBHOOK = env("REVIEW_CHECKPOINT_WEBHOOK", default="")
+
 from reviewconsole.logging_config import build_logging  # noqa: E402
 
 LOGGING = build_logging(debug=DEBUG, json_logs=env.bool("JSON_LOGS", default=not DEBUG))

@@ -22,9 +22,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.db.backends.signals import connection_created
 
-from queue_app import services
+from queue_app import checkpoint, services
 from queue_app.apply import BATCH_SIZE_RANGE, RetryPolicy, apply_batch
-from queue_app.errors import InvalidBounds
+from queue_app.errors import EffectError, InvalidBounds
 
 logger = logging.getLogger("queue_app.apply")
 
@@ -77,6 +77,15 @@ class Command(BaseCommand):
             help="Seconds between sweeps for abandoned items to escalate; 0 disables.",
         )
         parser.add_argument(
+            "--checkpoint-every",
+            type=float,
+            default=0.0,
+            help=(
+                "Minutes between signed checkpoints of the decision chain written to "
+                "REVIEW_CHECKPOINT_DIR (and REVIEW_CHECKPOINT_WEBHOOK); 0 disables."
+            ),
+        )
+        parser.add_argument(
             "--no-notify", action="store_true", help="Poll only (for comparison); no LISTEN."
         )
 
@@ -88,6 +97,14 @@ class Command(BaseCommand):
             raise CommandError("--poll-interval must be between 0.05 and 60 seconds.")
         if options["escalate_every"] < 0:
             raise CommandError("--escalate-every must be 0 (off) or a number of seconds.")
+        if options["checkpoint_every"] < 0:
+            raise CommandError("--checkpoint-every must be 0 (off) or a number of minutes.")
+        if options["checkpoint_every"]:
+            try:
+                # Refuse to start without a usable key rather than fail every N minutes.
+                checkpoint.signing_key()
+            except checkpoint.CheckpointError as exc:
+                raise CommandError(exc.message) from None
         try:
             policy = RetryPolicy(
                 max_attempts=options["max_attempts"], backoff_base=options["backoff_base"]
@@ -100,6 +117,7 @@ class Command(BaseCommand):
             batch_size=options["batch_size"],
             poll_interval=options["poll_interval"],
             escalate_every=options["escalate_every"],
+            checkpoint_every=options["checkpoint_every"] * 60,
             policy=policy,
             notify=not options["no_notify"],
         )
@@ -129,6 +147,7 @@ class ApplyWorker:
         poll_interval: float,
         escalate_every: float,
         policy: RetryPolicy,
+        checkpoint_every: float = 0.0,
         notify: bool,
     ) -> None:
         self.batch_size = batch_size
@@ -139,6 +158,8 @@ class ApplyWorker:
         self.shutdown = False
         self.listener: psycopg.Connection[Any] | None = None
         self.next_sweep = time.monotonic()
+        self.checkpoint_every = checkpoint_every
+        self.next_checkpoint = time.monotonic()
         self.failures = 0
 
     # -- signals -------------------------------------------------------------------------------
@@ -163,6 +184,7 @@ class ApplyWorker:
     def drain(self) -> None:
         """Apply everything due now, then return."""
         self._sweep_if_due()
+        self._checkpoint_if_due()
         while not self.shutdown and self._step():
             pass
 
@@ -182,6 +204,7 @@ class ApplyWorker:
                 if self.notify and self.listener is None:
                     self.listener = self._listen()
                 self._sweep_if_due()
+                self._checkpoint_if_due()
                 worked = self._step()
                 if self.failures:
                     logger.info("database reachable again", extra={"failures": self.failures})
@@ -206,6 +229,18 @@ class ApplyWorker:
             return
         self.next_sweep = time.monotonic() + self.escalate_every
         services.escalate_abandoned()
+
+    def _checkpoint_if_due(self) -> None:
+        if not self.checkpoint_every or time.monotonic() < self.next_checkpoint:
+            return
+        self.next_checkpoint = time.monotonic() + self.checkpoint_every
+        try:
+            path = checkpoint.emit()
+        except (checkpoint.CheckpointError, EffectError, OSError) as exc:
+            # The anchor is late, not lost: the next one covers everything this one would have.
+            logger.warning("checkpoint not written", extra={"error": str(exc)})
+            return
+        logger.info("checkpoint written", extra={"path": str(path)})
 
     def _wait(self) -> None:
         # Jitter keeps a fleet of idle workers from polling in lockstep.

@@ -1,0 +1,49 @@
+"""Write a signed checkpoint of the decision chain's head(s) to a file, stdout or a webhook."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from queue_app import checkpoint
+from queue_app.errors import EffectError
+
+
+class Command(BaseCommand):
+    help = (
+        "Emit the decision chain's head(s), signed with REVIEW_CHECKPOINT_KEY (Ed25519), so the "
+        "log can later be proved to extend it (verify_decisions --checkpoint FILE)."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--output", default="-", help="File to write (replaced atomically); '-' is stdout."
+        )
+        parser.add_argument("--webhook", default="", help="Also POST the checkpoint to this URL.")
+        parser.add_argument(
+            "--generate-key",
+            action="store_true",
+            help="Print a new key pair for REVIEW_CHECKPOINT_KEY / _PUBLIC_KEY and exit.",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["generate_key"]:
+            private, public = checkpoint.generate_key()
+            self.stdout.write(f"REVIEW_CHECKPOINT_KEY={private}\n")
+            self.stdout.write(f"REVIEW_CHECKPOINT_PUBLIC_KEY={public}\n")
+            return
+        try:
+            document = checkpoint.make_checkpoint()
+            text = checkpoint.dumps(document)
+            if options["webhook"]:
+                checkpoint.post(options["webhook"], text)
+        except (checkpoint.CheckpointError, EffectError) as exc:
+            raise CommandError(str(exc)) from None
+        if options["output"] == "-":
+            self.stdout.write(text, ending="")
+            return
+        checkpoint.write_atomically(Path(options["output"]), text)
+        heads = ", ".join(f"{h['chain']} #{h['seq']}" for h in document["chains"]) or "empty"
+        self.stderr.write(f"checkpoint written to {options['output']} ({heads})")

@@ -1,0 +1,231 @@
+"""Signed checkpoints: the log must still extend what was anchored outside the database.
+
+Each attack is carried out for real on this test database, with the append-only triggers
+switched off the way an owner could: rows cut off the end, and rows rewritten with every later
+hash recomputed. The plain chain check is fooled by both; the checkpoint is not.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import connection
+
+from queue_app import checkpoint
+from queue_app.models import Decision
+from queue_app.services import claim_next, submit_decision
+from tests.conftest import make_items, shown_hash
+
+pytestmark = pytest.mark.django_db
+
+PRIVATE, PUBLIC = checkpoint.generate_key()
+
+
+@pytest.fixture(autouse=True)
+def _key(settings, tmp_path):
+    settings.REVIEW_CHECKPOINT_KEY = PRIVATE
+    settings.REVIEW_CHECKPOINT_PUBLIC_KEY = PUBLIC
+    settings.REVIEW_CHECKPOINT_DIR = tmp_path / "checkpoints"
+    settings.REVIEW_CHECKPOINT_WEBHOOK = ""
+
+
+def decide(queue, reviewer, n: int, prefix: str) -> list[Decision]:
+    make_items(queue, n, prefix=prefix)
+    decisions = []
+    for _ in range(n):
+        item = claim_next(queue=queue, reviewer=reviewer)
+        decisions.append(
+            submit_decision(
+                item_id=item.pk,
+                reviewer=reviewer,
+                lease_token=item.lease_token,
+                verdict="approve",
+                reason_code="verified",
+                evidence_hash=shown_hash(item),
+            )
+        )
+    return decisions
+
+
+def write_checkpoint(tmp_path: Path) -> Path:
+    path = tmp_path / "anchor.json"
+    call_command("checkpoint", "--output", str(path))
+    return path
+
+
+def verify(path: Path, *extra: str) -> str:
+    from io import StringIO
+
+    out = StringIO()
+    call_command("verify_decisions", "--checkpoint", str(path), *extra, stdout=out)
+    return out.getvalue()
+
+
+def as_owner_without_triggers(statements: list[tuple[str, list]]) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute("ALTER TABLE queue_app_decision DISABLE TRIGGER USER")
+        for statement, params in statements:
+            cursor.execute(statement, params)
+        cursor.execute("ALTER TABLE queue_app_decision ENABLE TRIGGER USER")
+
+
+# Recompute every link from the chain's start, as a careful forger would after a rewrite.
+RECHAIN = """
+DO $$
+DECLARE
+  d queue_app_decision;
+  prev text := '';
+BEGIN
+  FOR d IN SELECT * FROM queue_app_decision ORDER BY chain_seq LOOP
+    UPDATE queue_app_decision AS x
+       SET chain_hash = encode(sha256(convert_to(
+             prev || '|' || queue_app_decision_chain_input(d), 'UTF8')), 'hex')
+     WHERE x.id = d.id
+    RETURNING x.chain_hash INTO prev;
+  END LOOP;
+END $$;
+"""
+
+
+def test_the_checkpoint_names_the_chain_head_and_is_signed(queue, alice, tmp_path):
+    decisions = decide(queue, alice, 3, "a")
+    document = json.loads(write_checkpoint(tmp_path).read_text())
+    [head] = document["chains"]
+    last = Decision.objects.get(pk=decisions[-1].pk)
+    assert (head["seq"], head["hash"], head["decision_id"]) == (
+        last.chain_seq,
+        last.chain_hash,
+        last.pk,
+    )
+    assert document["public_key"] == PUBLIC
+    assert len(document["signature"]) == 88  # 64 bytes, base64
+
+
+def test_a_log_that_grew_still_extends_the_checkpoint(queue, alice, tmp_path):
+    decide(queue, alice, 2, "a")
+    path = write_checkpoint(tmp_path)
+    decide(queue, alice, 2, "b")
+    assert "The log extends the checkpoint" in verify(path)
+
+
+def test_an_empty_log_can_be_checkpointed(tmp_path):
+    path = write_checkpoint(tmp_path)
+    assert json.loads(path.read_text())["chains"] == []
+    assert "(empty)" in verify(path)
+
+
+def test_it_fails_when_rows_were_cut_off_the_end(queue, alice, tmp_path):
+    decisions = decide(queue, alice, 3, "a")
+    path = write_checkpoint(tmp_path)
+    cut = [d.pk for d in decisions[1:]]
+    as_owner_without_triggers(
+        [
+            ("DELETE FROM queue_app_effectjob WHERE decision_id = ANY(%s)", [cut]),
+            ("DELETE FROM queue_app_applieddecision WHERE decision_id = ANY(%s)", [cut]),
+            ("DELETE FROM queue_app_decision WHERE id = ANY(%s)", [cut]),
+        ]
+    )
+    # The chain that is left is internally consistent: the plain check cannot tell.
+    call_command("verify_decisions")
+    with pytest.raises(CommandError, match="Truncated"):
+        verify(path)
+
+
+def test_it_fails_when_the_chain_was_rewritten_and_recomputed(queue, alice, tmp_path):
+    decisions = decide(queue, alice, 3, "a")
+    path = write_checkpoint(tmp_path)
+    as_owner_without_triggers(
+        [
+            ("UPDATE queue_app_decision SET note = 'forged' WHERE id = %s", [decisions[0].pk]),
+            (RECHAIN, []),
+        ]
+    )
+    call_command("verify_decisions")
+    with pytest.raises(CommandError, match="Rewritten"):
+        verify(path)
+
+
+def test_it_fails_when_the_checkpoint_file_was_edited(queue, alice, tmp_path):
+    decide(queue, alice, 2, "a")
+    path = write_checkpoint(tmp_path)
+    document = json.loads(path.read_text())
+    document["chains"][0]["seq"] -= 1
+    document["chains"][0]["hash"] = Decision.objects.get(
+        chain_seq=document["chains"][0]["seq"]
+    ).chain_hash
+    path.write_text(json.dumps(document))
+    with pytest.raises(CommandError, match="signature does not verify"):
+        verify(path)
+
+
+def test_it_trusts_the_configured_key_not_the_one_in_the_file(queue, alice, tmp_path, settings):
+    decide(queue, alice, 1, "a")
+    forger_private, forger_public = checkpoint.generate_key()
+    settings.REVIEW_CHECKPOINT_KEY = forger_private
+    path = write_checkpoint(tmp_path)
+    assert json.loads(path.read_text())["public_key"] == forger_public
+    settings.REVIEW_CHECKPOINT_KEY = PRIVATE
+    with pytest.raises(CommandError, match="signature does not verify"):
+        verify(path)
+    # Naming the forger's key explicitly is the verifier's own choice, and then it verifies.
+    assert "extends" in verify(path, "--public-key", forger_public)
+
+
+def test_it_refuses_without_a_key(settings, tmp_path):
+    settings.REVIEW_CHECKPOINT_KEY = ""
+    with pytest.raises(CommandError, match="REVIEW_CHECKPOINT_KEY is not set"):
+        call_command("checkpoint", "--output", str(tmp_path / "x.json"))
+    assert not (tmp_path / "x.json").exists()
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("not json", "not JSON"),
+        ('{"format": "other"}', "not a review-console-checkpoint/1"),
+        (
+            '{"format": "review-console-checkpoint/1", "chains": [{"chain": "decisions"}]}',
+            "malformed",
+        ),
+        (
+            '{"format": "review-console-checkpoint/1", "chains": [], "signature": "%%%"}',
+            "signature does not verify",
+        ),
+    ],
+)
+def test_a_damaged_checkpoint_file_gets_a_clear_error(tmp_path, content, message):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(CommandError, match=message):
+        verify(path)
+
+
+def test_the_apply_worker_emits_checkpoints_on_its_schedule(queue, alice, settings, tmp_path):
+    from queue_app.apply import RetryPolicy
+    from queue_app.management.commands.run_apply_worker import ApplyWorker
+
+    decide(queue, alice, 1, "a")
+    worker = ApplyWorker(
+        batch_size=10,
+        poll_interval=1.0,
+        escalate_every=0,
+        checkpoint_every=3600,
+        policy=RetryPolicy(),
+        notify=False,
+    )
+    worker.drain()
+    worker.drain()  # not due again for an hour: still one file
+    files = list(settings.REVIEW_CHECKPOINT_DIR.glob("checkpoint-*.json"))
+    assert len(files) == 1
+    assert "extends" in verify(files[0])
+
+
+def test_the_apply_worker_refuses_to_start_checkpointing_without_a_key(settings):
+    settings.REVIEW_CHECKPOINT_KEY = ""
+    with pytest.raises(CommandError, match="REVIEW_CHECKPOINT_KEY is not set"):
+        call_command("run_apply_worker", "--once", "--checkpoint-every", "5")
