@@ -182,6 +182,12 @@ AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = timedelta(minutes=env.int("LOGIN_COOLOFF_MINUTES", default=15))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+# Behind a reverse proxy every request comes from the proxy's address, and throttling by
+# (username, address) would lock a username out for everyone at once. TRUSTED_PROXY_COUNT=1
+# (one nginx in front, deploy/nginx/) makes the client address the one the proxy appended to
+# X-Forwarded-For; 0 (the default, no proxy) trusts only the socket's address.
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
+AXES_CLIENT_IP_CALLABLE = "reviewconsole.proxies.client_address"
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 
 # Content-Security-Policy (django-csp): nothing inline, nothing from elsewhere, on every page. The

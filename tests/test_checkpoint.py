@@ -229,3 +229,10 @@ def test_the_apply_worker_refuses_to_start_checkpointing_without_a_key(settings)
     settings.REVIEW_CHECKPOINT_KEY = ""
     with pytest.raises(CommandError, match="REVIEW_CHECKPOINT_KEY is not set"):
         call_command("run_apply_worker", "--once", "--checkpoint-every", "5")
+
+
+def test_the_emit_option_writes_a_timestamped_file_for_a_timer(queue, alice, settings):
+    decide(queue, alice, 1, "a")
+    call_command("checkpoint", "--emit")
+    [written] = settings.REVIEW_CHECKPOINT_DIR.glob("checkpoint-*.json")
+    assert "extends" in verify(written)

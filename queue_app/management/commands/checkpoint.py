@@ -23,6 +23,14 @@ class Command(BaseCommand):
         )
         parser.add_argument("--webhook", default="", help="Also POST the checkpoint to this URL.")
         parser.add_argument(
+            "--emit",
+            action="store_true",
+            help=(
+                "Write a timestamped file into REVIEW_CHECKPOINT_DIR and POST it to "
+                "REVIEW_CHECKPOINT_WEBHOOK, as the apply worker does (for a timer)."
+            ),
+        )
+        parser.add_argument(
             "--generate-key",
             action="store_true",
             help="Print a new key pair for REVIEW_CHECKPOINT_KEY / _PUBLIC_KEY and exit.",
@@ -33,6 +41,13 @@ class Command(BaseCommand):
             private, public = checkpoint.generate_key()
             self.stdout.write(f"REVIEW_CHECKPOINT_KEY={private}\n")
             self.stdout.write(f"REVIEW_CHECKPOINT_PUBLIC_KEY={public}\n")
+            return
+        if options["emit"]:
+            try:
+                path = checkpoint.emit()
+            except (checkpoint.CheckpointError, EffectError, OSError) as exc:
+                raise CommandError(str(exc)) from None
+            self.stderr.write(f"checkpoint written to {path}")
             return
         try:
             document = checkpoint.make_checkpoint()
