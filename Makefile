@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 PORT ?= 8000
 
-.PHONY: run test browser lint install clean
+.PHONY: run test browser lint install stop clean
 
 $(VENV)/.installed: pyproject.toml
 	@if [ -x $(PY) ]; then echo "==> updating virtualenv $(VENV)"; \
@@ -41,5 +41,10 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-clean:
-	rm -rf $(VENV) var .pytest_cache
+# Stop the embedded PostgreSQL under var/pg (make run and make test leave it running).
+stop:
+	@PY=$(PY) bin/stop-db
+
+clean: stop
+	@echo "==> removing $(VENV), var/ and .pytest_cache"
+	@rm -rf $(VENV) var .pytest_cache
