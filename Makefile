@@ -31,7 +31,7 @@ run: install
 # command to run, before any test starts.
 test: install
 	@browser="$$($(PY) bin/ensure-browser)" && \
-	echo "==> running the tests ($(PY) -m pytest $(PYTEST_ARGS))" && \
+	echo "==> running the tests: $(strip $(PY) -m pytest $(PYTEST_ARGS))" && \
 	REVIEW_BROWSER="$$browser" $(PY) -m pytest $(PYTEST_ARGS)
 
 browser: install
