@@ -12,14 +12,16 @@ PORT ?= 8000
 
 .PHONY: run test browser lint install stop clean
 
+# pip is twice quiet: setuptools' ten-line notice about editable installs (and warnings about
+# an index folder pip.conf names but this machine lacks) are not steps; errors still show.
 $(VENV)/.installed: pyproject.toml
-	@if [ -x $(PY) ]; then echo "==> updating virtualenv $(VENV)"; \
+	@if [ -x $(PY) ]; then echo "==> using virtualenv $(VENV)"; \
 	else echo "==> creating virtualenv $(VENV)"; python3 -m venv $(VENV) || { \
 	  echo "==> could not create $(VENV): install Python 3.11+ with venv (Debian: apt-get install python3-venv)"; \
 	  exit 1; }; fi
 	@echo "==> installing Python packages (pip install -e '.[dev]', a minute on first use)"
-	@$(VENV)/bin/pip install --quiet --upgrade pip
-	@$(VENV)/bin/pip install --quiet -e '.[dev]'
+	@$(VENV)/bin/pip install --quiet --quiet --upgrade pip
+	@$(VENV)/bin/pip install --quiet --quiet -e '.[dev]'
 	@touch $@
 
 install: $(VENV)/.installed
