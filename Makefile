@@ -48,5 +48,5 @@ stop:
 	@PY=$(PY) bin/stop-db
 
 clean: stop
-	@echo "==> removing $(VENV), var/ and .pytest_cache"
-	@rm -rf $(VENV) var .pytest_cache
+	@echo "==> removing $(VENV), var/, .pytest_cache and the egg-info pip left"
+	@rm -rf $(VENV) var .pytest_cache *.egg-info

@@ -88,7 +88,7 @@ def test_make_clean_stops_the_server_before_deleting_var(checkout, running_serve
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         f"==> embedded PostgreSQL: stopped ({Path('var') / 'pg'})",
-        "==> removing .venv, var/ and .pytest_cache",
+        "==> removing .venv, var/, .pytest_cache and the egg-info pip left",
     ]
     assert stopped(running_server)
     assert not (checkout / "var").exists()
@@ -100,3 +100,16 @@ def test_make_clean_without_a_server_just_cleans(checkout):
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("==> embedded PostgreSQL: not running\n")
     assert not (checkout / ".venv").exists()
+
+
+def test_without_a_virtualenv_the_server_is_stopped_all_the_same(checkout, running_server):
+    (checkout / ".venv" / "bin" / "python").unlink()
+
+    env = {k: v for k, v in os.environ.items() if k not in ("PY", "REVIEWCONSOLE_DATA_DIR")}
+    result = subprocess.run(
+        [str(checkout / "bin" / "stop-db")], env=env, capture_output=True, text=True, timeout=120
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "==> embedded PostgreSQL: stopped (var/pg)\n"
+    assert stopped(running_server)
