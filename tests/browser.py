@@ -9,7 +9,7 @@ fails too, one message names the command to run.
 `bin/ensure-browser` runs `ensure_browser` and prints the path; `make test` hands it to the tests
 as REVIEW_BROWSER. The fixture below launches that executable, or, when pytest runs without
 make, the one `find_browser` finds; with none, every browser test errors with the message (never
-a skip).
+a skip). APT_GET names another apt-get (tests use a stand-in, so nothing is installed for real).
 """
 
 from __future__ import annotations
