@@ -1,32 +1,52 @@
 # Two commands do everything on a fresh machine:
 #   make run   - embedded PostgreSQL (unless DATABASE_URL is set), demo data, web + apply worker
-#   make test  - the whole test suite
-# Both create the virtual environment and install the project on first use.
+#   make test  - the whole test suite, browser tests included
+# Both create the virtual environment and install the project on first use; `make test` also
+# finds or installs the Chromium the browser tests drive (bin/ensure-browser). Each step says
+# what it does on a line starting with "==>".
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 PORT ?= 8000
 
-.PHONY: run test lint install clean
+.PHONY: run test browser lint install stop clean
 
+# pip is twice quiet: setuptools' ten-line notice about editable installs (and warnings about
+# an index folder pip.conf names but this machine lacks) are not steps; errors still show.
 $(VENV)/.installed: pyproject.toml
-	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e '.[dev]'
-	touch $@
+	@if [ -x $(PY) ]; then echo "==> using virtualenv $(VENV)"; \
+	else echo "==> creating virtualenv $(VENV)"; python3 -m venv $(VENV) || { \
+	  echo "==> could not create $(VENV): install Python 3.11+ with venv (Debian: apt-get install python3-venv)"; \
+	  exit 1; }; fi
+	@echo "==> installing Python packages (pip install -e '.[dev]', a minute on first use)"
+	@$(VENV)/bin/pip install --quiet --quiet --upgrade pip
+	@$(VENV)/bin/pip install --quiet --quiet -e '.[dev]'
+	@touch $@
 
 install: $(VENV)/.installed
 
 run: install
-	PORT=$(PORT) bin/run
+	@PORT=$(PORT) PY=$(PY) bin/run
 
+# The browser's path goes to the tests as REVIEW_BROWSER; a missing browser stops here, with the
+# command to run, before any test starts.
 test: install
-	$(PY) -m pytest $(PYTEST_ARGS)
+	@browser="$$($(PY) bin/ensure-browser)" && \
+	echo "==> running the tests: $(strip $(PY) -m pytest $(PYTEST_ARGS))" && \
+	REVIEW_BROWSER="$$browser" $(PY) -m pytest $(PYTEST_ARGS)
+
+browser: install
+	@$(PY) bin/ensure-browser >/dev/null
 
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-clean:
-	rm -rf $(VENV) var .pytest_cache
+# Stop the embedded PostgreSQL under var/pg (make run and make test leave it running).
+stop:
+	@PY=$(PY) bin/stop-db
+
+clean: stop
+	@echo "==> removing $(VENV), var/, .pytest_cache and the egg-info pip left"
+	@rm -rf $(VENV) var .pytest_cache *.egg-info

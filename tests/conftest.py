@@ -21,6 +21,9 @@ from queue_app.evidence import evidence_hash
 from queue_app.models import Queue, ReasonCode, ReviewItem, Verdict
 from queue_app.services import create_item
 
+# Launches the Chromium `make test` chose (REVIEW_BROWSER); errors loudly when there is none.
+from tests.browser import browser_type_launch_args  # noqa: F401
+
 
 def _flush_past_append_only_triggers(self: DatabaseOperations, sql_list: list[str]) -> None:
     # Transactional tests end with Django's flush (TRUNCATE), which the append-only triggers
@@ -172,27 +175,7 @@ def backdate_lease(item_id: int, *, seconds: int = 3600) -> None:
 # Playwright's, not ours, and the ORM calls are synchronous test setup).
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
-
-
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
-    """Launch Debian's Chromium (Playwright cannot download its own browser here)."""
-    return {
-        **browser_type_launch_args,
-        "executable_path": CHROMIUM,
-        "args": [
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-        ],
-    }
 
 
 def screenshot(page: Any, name: str) -> Path:
