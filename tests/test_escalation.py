@@ -138,6 +138,8 @@ def test_a_planted_escalation_key_does_not_capture_the_escalation(queue, alice):
 
     assert apply_one()
 
+    # The escalation is a new item pointing at its origin, not the planted one adopted.
+    assert ReviewItem.objects.filter(escalated_from=origin).exclude(pk=planted.pk).count() == 1
     opened = _assert_escalated_once(decision)
     assert opened.pk != planted.pk
     planted.refresh_from_db()
