@@ -50,8 +50,7 @@ UPDATE queue_app_reviewitem AS i
   FROM queue_app_decision AS d
  WHERE i.idempotency_key ~ '^escalation-of-decision-[0-9]{1,18}$'
    AND d.id = substring(i.idempotency_key FROM '^escalation-of-decision-([0-9]{1,18})$')::bigint
-   AND i.escalated_from_id IS NOT NULL
-   AND d.item_id = i.escalated_from_id
+   AND d.item_id = i.escalated_from_id  -- NULL for intake items: never matches
    AND d.verdict = 'escalate'
 """
 
