@@ -41,7 +41,14 @@ UPDATE queue_app_reviewitem AS i
                           WHERE q.id = (e.detail ->> 'from_queue_id')::bigint)
            ORDER BY e.at, e.id
            LIMIT 1),
-         i.queue_id)
+         i.queue_id);
+"""
+# The UPDATEs above write foreign-key columns, queueing deferred checks; the schema changes
+# that follow (ALTER TABLE, CREATE INDEX) refuse to run over pending trigger events. Run the
+# checks now, then defer again as Django's constraints are by default.
+CHECK_NOW = """
+SET CONSTRAINTS ALL IMMEDIATE;
+SET CONSTRAINTS ALL DEFERRED;
 """
 
 LINK_OLD_ESCALATIONS = """
@@ -51,7 +58,7 @@ UPDATE queue_app_reviewitem AS i
  WHERE i.idempotency_key ~ '^escalation-of-decision-[0-9]{1,18}$'
    AND d.id = substring(i.idempotency_key FROM '^escalation-of-decision-([0-9]{1,18})$')::bigint
    AND d.item_id = i.escalated_from_id  -- NULL for intake items: never matches
-   AND d.verdict = 'escalate'
+   AND d.verdict = 'escalate';
 """
 
 SCOPE_RULES = """
@@ -141,7 +148,7 @@ class Migration(migrations.Migration):
                 to="queue_app.queue",
             ),
         ),
-        migrations.RunSQL(BACKFILL_INTAKE_QUEUE, migrations.RunSQL.noop),
+        migrations.RunSQL(BACKFILL_INTAKE_QUEUE + CHECK_NOW, migrations.RunSQL.noop),
         migrations.AlterField(
             model_name="reviewitem",
             name="intake_queue",
@@ -157,7 +164,7 @@ class Migration(migrations.Migration):
             name="idempotency_key",
             field=models.CharField(blank=True, max_length=200, null=True),
         ),
-        migrations.RunSQL(LINK_OLD_ESCALATIONS, migrations.RunSQL.noop),
+        migrations.RunSQL(LINK_OLD_ESCALATIONS + CHECK_NOW, migrations.RunSQL.noop),
         migrations.AddConstraint(
             model_name="reviewitem",
             constraint=models.UniqueConstraint(
