@@ -27,7 +27,7 @@ from django.utils.module_loading import import_string
 from queue_app.errors import EffectError, PermanentEffectError
 from queue_app.jsonutil import exact_dumps
 from queue_app.models import Decision, Verdict
-from queue_app.services import create_item
+from queue_app.services import open_escalation
 
 logger = logging.getLogger("queue_app.apply")
 
@@ -83,24 +83,14 @@ def log(decision: Decision) -> dict[str, Any]:
 
 def escalate(decision: Decision) -> dict[str, Any]:
     """Open the escalated item in the queue's escalation queue (same transaction, once)."""
-    item = decision.item
     target = decision.queue.escalation_queue
     if target is None:
         raise PermanentEffectError(
             f"Queue {decision.queue.slug!r} has no escalation queue; set one, then retry the job."
         )
-    # The key is derived from the decision, so even a replay that slipped past AppliedDecision
-    # would find this item instead of opening a second one.
-    new_item, _ = create_item(
-        queue=target,
-        subject=item.subject,
-        payload=item.payload,
-        idempotency_key=f"escalation-of-decision-{decision.pk}",
-        source_hash=item.source_hash,
-        priority=item.priority + 10,
-        trace_id=item.trace_id,
-        escalated_from=item,
-    )
+    # Linked to the decision by a unique foreign key, not by a key a client could claim first:
+    # a replay that slipped past AppliedDecision finds this item instead of opening another.
+    new_item, _ = open_escalation(decision=decision, target=target)
     return {"escalation_item_id": new_item.pk, "escalation_queue": target.slug}
 
 

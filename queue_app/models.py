@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import Group
@@ -125,7 +126,22 @@ class ReviewItem(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     subject = models.CharField(max_length=500)
     payload = models.JSONField(default=dict, encoder=ExactEncoder, decoder=ExactDecoder)
-    idempotency_key = models.CharField(max_length=200, unique=True)
+    # The upstream request that made the item, scoped (see the key constraint below): a key
+    # names an item only for the client that sent it, in the queue it was sent to. NULL for
+    # escalation items, which the system opens and links to their decision instead.
+    idempotency_key = models.CharField(  # noqa: DJ001
+        max_length=200, null=True, blank=True
+    )
+    # The queue the item was pushed into; queue moves on auto-escalation, this never does.
+    # Filled from queue by the insert trigger of migration 0006 when an INSERT leaves it out.
+    intake_queue = models.ForeignKey(
+        Queue, on_delete=models.PROTECT, related_name="+", null=False, blank=True
+    )
+    # The API client that pushed the item; NULL for the console, seeding, management commands,
+    # the system's own escalations, and items that predate client scoping (migration 0006).
+    created_by_client = models.ForeignKey(
+        "ApiClient", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     source_hash = models.CharField(max_length=128, blank=True)
     trace_id = models.UUIDField(default=uuid.uuid4)
     lease_owner = models.ForeignKey(
@@ -138,6 +154,15 @@ class ReviewItem(models.Model):
     evidence_updated_at = models.DateTimeField(null=True, blank=True)
     escalated_from = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="escalations"
+    )
+    # The escalate verdict this item was opened for: one item per decision, whatever retries.
+    # Migration 0006 also ties it to escalated_from (the decision is on the item escalated).
+    escalated_by_decision = models.OneToOneField(
+        "Decision",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="escalation_item",
     )
 
     objects = ReviewItemManager()
@@ -194,10 +219,34 @@ class ReviewItem(models.Model):
             ),
             # Target of the composite foreign key from Decision (migration 0002).
             models.UniqueConstraint(fields=["id", "queue"], name="item_id_queue"),
+            # One item per key per client per intake queue. NULLS NOT DISTINCT: the items with
+            # no client (console, seeding, legacy rows) form one scope per queue too, instead
+            # of never colliding. The key leads so an exact key lookup (admin search) uses it.
+            models.UniqueConstraint(
+                fields=["idempotency_key", "intake_queue", "created_by_client"],
+                condition=Q(idempotency_key__isnull=False),
+                nulls_distinct=False,
+                name="item_key_per_client_queue",
+            ),
+            # Only an escalation, linked to its decision, may come without a key.
+            models.CheckConstraint(
+                condition=Q(idempotency_key__isnull=False) | Q(escalated_by_decision__isnull=False),
+                name="item_key_or_escalation",
+            ),
+            models.CheckConstraint(
+                condition=Q(escalated_by_decision__isnull=True) | Q(escalated_from__isnull=False),
+                name="item_escalation_names_origin",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.subject}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Save, scoping a new item's key to the queue it is created in unless told otherwise."""
+        if self.intake_queue_id is None:
+            self.intake_queue_id = self.queue_id
+        super().save(*args, **kwargs)
 
 
 class Decision(models.Model):

@@ -48,7 +48,16 @@ class ReviewItemAdmin(ReadOnlyAdmin):
         ("Evidence", {"fields": ("evidence", "evidence_updated_at", "source_hash")}),
         (
             "Tracing",
-            {"fields": ("idempotency_key", "trace_id", "escalated_from")},
+            {
+                "fields": (
+                    "idempotency_key",
+                    "created_by_client",
+                    "intake_queue",
+                    "trace_id",
+                    "escalated_from",
+                    "escalated_by_decision",
+                )
+            },
         ),
         (
             "Lease",

@@ -21,14 +21,15 @@ router = Router(tags=["intake"])
 @router.post(
     "/items",
     response=responses({200: ItemOut, 201: ItemOut}, 403, 409, 413),
-    summary="Push an item into a queue (idempotent per key)",
+    summary="Push an item into a queue (idempotent per client, queue and key)",
 )
 @decorate_view(limit_body)
 def create_item(request: HttpRequest, body: ItemIn) -> Status[dict[str, Any]]:
     """Create an item; replaying a key with the same source_hash returns the existing one (200).
 
-    The same key with a different source_hash (or queue) is a 409 naming the item it conflicts
-    with. An unknown queue is a 422.
+    Keys are this client's own, per queue: another client's identical key names another item.
+    The same key with a different source_hash is a 409 (naming the item only while it is in a
+    queue this client may see). An unknown queue is a 422.
     """
     client = client_of(request)
     require_scope(client, ApiScope.INTAKE)
@@ -49,8 +50,10 @@ def create_item(request: HttpRequest, body: ItemIn) -> Status[dict[str, Any]]:
         source_hash=body.source_hash,
         priority=body.priority,
         trace_id=body.trace_id,
+        client=client,
     )
-    item.queue = queue
+    if created:
+        item.queue = queue
     return Status(201 if created else 200, item_out(item, client))
 
 

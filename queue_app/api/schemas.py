@@ -202,7 +202,9 @@ class ItemOut(Schema):
     priority: int
     payload: dict[str, Any]
     evidence_hash: str
-    idempotency_key: str
+    idempotency_key: str | None = Field(
+        description="As sent by the client that pushed the item; null for an escalation item."
+    )
     source_hash: str
     trace_id: uuid.UUID
     created_at: datetime

@@ -18,7 +18,7 @@ from queue_app.services.decisions import (
     standing_outcome,
     submit_decision,
 )
-from queue_app.services.escalation import escalate_abandoned
+from queue_app.services.escalation import escalate_abandoned, open_escalation
 from queue_app.services.intake import create_item, replace_evidence
 from queue_app.services.leases import (
     BATCH_SIZE_RANGE,
@@ -42,6 +42,7 @@ __all__ = [
     "escalate_abandoned",
     "find_completed_decision",
     "item_decisions",
+    "open_escalation",
     "overturn_decision",
     "queues_for_user",
     "reason_codes_for",

@@ -1,10 +1,17 @@
-"""Abandonment: items leased too often without a decision move to their escalation queue."""
+"""Escalation: an escalate verdict opens a linked item; abandoned items move queues.
+
+Two routes, two links. An escalate decision opens a new item in the escalation queue that
+names the decision (ReviewItem.escalated_by_decision, unique) and its origin; no idempotency
+key is involved, so nothing a client sends can pre-empt or hijack it. An item abandoned too
+often is moved itself (queue changes, intake_queue and its key's scope do not), recorded by
+an 'auto_escalated' item event.
+"""
 
 from __future__ import annotations
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
-from queue_app.models import ReviewItem
+from queue_app.models import Decision, ItemEvent, ItemEventKind, Queue, ReviewItem
 from queue_app.services._common import guard_timeouts, log_extra, logger
 
 
@@ -25,3 +32,42 @@ def escalate_abandoned(*, limit: int = 500) -> int:
             ),
         )
     return len(moved)
+
+
+def open_escalation(*, decision: Decision, target: Queue) -> tuple[ReviewItem, bool]:
+    """Open the item escalating decision in target, once per decision; return (item, created)."""
+    origin = decision.item
+    with transaction.atomic():
+        try:
+            # A savepoint: if this decision already has its item (a replay the applied-row
+            # guard did not stop), the unique escalated_by_decision refuses the second one.
+            with transaction.atomic():
+                item = ReviewItem.objects.create(
+                    queue=target,
+                    intake_queue=target,
+                    subject=origin.subject,
+                    payload=origin.payload,
+                    idempotency_key=None,
+                    source_hash=origin.source_hash,
+                    priority=origin.priority + 10,
+                    trace_id=origin.trace_id,
+                    escalated_from=origin,
+                    escalated_by_decision=decision,
+                )
+        except IntegrityError:
+            existing = ReviewItem.objects.filter(escalated_by_decision=decision).first()
+            if existing is None:
+                raise
+            return existing, False
+        ItemEvent.objects.create(
+            item=item,
+            kind=ItemEventKind.CREATED,
+            detail={"priority": item.priority, "escalated_by_decision_id": decision.pk},
+        )
+    logger.info(
+        "escalation opened",
+        extra=log_extra(
+            item_id=item.pk, trace_id=item.trace_id, decision_id=decision.pk, queue=target.pk
+        ),
+    )
+    return item, True

@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 
 from queue_app.errors import AlreadyDecided, IdempotencyConflict, ItemNotFound
 from queue_app.evidence import evidence_hash
-from queue_app.models import ItemEvent, ItemEventKind, ItemState, Queue, ReviewItem
+from queue_app.models import ApiClient, ItemEvent, ItemEventKind, ItemState, Queue, ReviewItem
 from queue_app.services._common import User, database_now, guard_timeouts, log_extra, logger
 
 
@@ -22,14 +22,14 @@ def create_item(
     source_hash: str = "",
     priority: int = 0,
     trace_id: uuid.UUID | None = None,
-    escalated_from: ReviewItem | None = None,
+    client: ApiClient | None = None,
 ) -> tuple[ReviewItem, bool]:
-    """Create an item once per idempotency key; return (item, created).
+    """Create an item once per (queue, client, idempotency key); return (item, created).
 
+    A key is scoped to the client that sent it (None: the console, seeding and commands share
+    one scope) and to the queue it was sent to, so two clients never see each other's keys.
     Replaying a key with the same source hash returns the existing item; a different source
-    hash for the same key is an IdempotencyConflict (two different things under one name).
-    escalated_from links an escalation to its origin in the same INSERT, so no escalated item
-    is ever visible without it.
+    hash is an IdempotencyConflict, which names the item only if the caller can still see it.
     """
     with transaction.atomic():
         try:
@@ -38,28 +38,50 @@ def create_item(
             with transaction.atomic():
                 item = ReviewItem.objects.create(
                     queue=queue,
+                    intake_queue=queue,
+                    created_by_client=client,
                     subject=subject,
                     payload=payload,
                     idempotency_key=idempotency_key,
                     source_hash=source_hash,
                     priority=priority,
                     trace_id=trace_id or uuid.uuid4(),
-                    escalated_from=escalated_from,
                 )
         except IntegrityError:
-            existing = ReviewItem.objects.filter(idempotency_key=idempotency_key).first()
+            existing = (
+                ReviewItem.objects.select_related("queue")
+                .filter(
+                    idempotency_key=idempotency_key,
+                    intake_queue=queue,
+                    created_by_client=client,
+                )
+                .first()
+            )
             if existing is None:
                 raise
-            if existing.source_hash != source_hash or existing.queue_id != queue.pk:
-                raise IdempotencyConflict(
-                    f"Idempotency key {idempotency_key!r} already names item {existing.pk} "
-                    "with different content (source_hash or queue differ)."
-                ) from None
-            return existing, False
+            return _replayed(existing, client=client, source_hash=source_hash), False
         ItemEvent.objects.create(
             item=item, kind=ItemEventKind.CREATED, detail={"priority": priority}
         )
     return item, True
+
+
+def _replayed(existing: ReviewItem, *, client: ApiClient | None, source_hash: str) -> ReviewItem:
+    """Return the item a replayed key names, or refuse without naming what the caller can't see."""
+    # The item is the caller's own, but auto-escalation may have moved it to a queue the
+    # client is not granted; then it is as invisible as any other item there.
+    visible = client is None or client.queues.filter(pk=existing.queue_id).exists()
+    if existing.source_hash == source_hash and visible:
+        return existing
+    if not visible:
+        raise IdempotencyConflict(
+            "That idempotency key was already used by this client in this queue, for an item "
+            "that is no longer in a queue it may see."
+        )
+    raise IdempotencyConflict(
+        f"Idempotency key {existing.idempotency_key!r} already names item {existing.pk} "
+        "with a different source_hash."
+    )
 
 
 def replace_evidence(

@@ -26,7 +26,9 @@ def test_an_escalate_verdict_opens_one_item_in_the_escalation_queue(queue, alice
         assert (item.subject, item.payload) == (origin.subject, origin.payload)
         assert item.trace_id == origin.trace_id
         assert item.state == "pending"
-        assert item.idempotency_key == f"escalation-of-decision-{decision.pk}"
+        # Linked to its decision, not named by a key a client could have claimed first.
+        assert item.escalated_by_decision_id == decision.pk
+        assert item.idempotency_key is None
 
 
 def test_an_escalation_rolled_back_by_a_failure_is_opened_once_on_retry(queue, alice, monkeypatch):
