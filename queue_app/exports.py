@@ -3,6 +3,13 @@
 Rows come off a server-side cursor in chunks (QuerySet.iterator), are turned into one line of
 text each and handed on; nothing holds more than one chunk. The command and the admin action
 both call export_lines().
+
+CSV is opened by spreadsheets, which run a cell starting with = + - @ (or a tab or carriage
+return before one) as a formula: a subject `=HYPERLINK(...)` from upstream or a note
+`+cmd|...` from a reviewer would arrive live. So in CSV every text cell starting with one of
+those characters gets a leading single quote (the OWASP advice), whatever the column: text is
+the only place they can come from. Integer cells (ids and chain positions, never negative) are
+written as they are. JSON lines carry every value exactly; audits that compare values use them.
 """
 
 from __future__ import annotations
@@ -68,6 +75,17 @@ def _plain(value: Any) -> Any:
     return str(value)  # UUIDs
 
 
+# What a spreadsheet may take as the start of a formula (OWASP "CSV injection").
+FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise_formula(value: Any) -> Any:
+    """Return a text cell a spreadsheet would run as a formula with a leading quote; else as is."""
+    if isinstance(value, str) and value.startswith(FORMULA_TRIGGERS):
+        return "'" + value
+    return value
+
+
 def export_rows(decisions: QuerySet[Decision]) -> Iterator[dict[str, Any]]:
     """Yield each decision as a dict of COLUMNS, oldest first, from a server-side cursor."""
     rows = decisions.order_by("id").values_list(*FIELDS.values())
@@ -84,7 +102,10 @@ def export_lines(decisions: QuerySet[Decision], *, fmt: str) -> Iterator[str]:
             yield json.dumps(row, ensure_ascii=False) + "\n"
         return
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
+    # RFC 4180 line ends: the writer then quotes any cell holding a carriage return or a line
+    # feed. With "\n" alone a lone "\r" in a subject or note went out unquoted, and readers
+    # (spreadsheets, Python's csv) split the row there.
+    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\r\n")
 
     def take() -> str:
         text = buffer.getvalue()
@@ -95,5 +116,5 @@ def export_lines(decisions: QuerySet[Decision], *, fmt: str) -> Iterator[str]:
     writer.writeheader()
     yield take()
     for row in export_rows(decisions):
-        writer.writerow(row)
+        writer.writerow({name: neutralise_formula(value) for name, value in row.items()})
         yield take()

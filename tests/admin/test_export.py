@@ -14,7 +14,7 @@ from django.urls import reverse
 from queue_app.apply import apply_one
 from queue_app.exports import COLUMNS
 from queue_app.models import AppliedDecision, Decision
-from queue_app.services import claim_next, overturn_decision, submit_decision
+from queue_app.services import claim_next, create_item, overturn_decision, submit_decision
 from tests.admin.conftest import client_for, decide
 from tests.conftest import make_items, make_queue, shown_hash
 
@@ -92,7 +92,7 @@ def _from_text(row: dict) -> dict:
 def _export(tmp_path, *args: str) -> str:
     path = tmp_path / "out"
     call_command("export_decisions", *args, "--output", str(path))
-    return path.read_text(encoding="utf-8")
+    return path.read_bytes().decode("utf-8")  # as written: no newline translation
 
 
 def test_jsonl_round_trips_every_field(history, tmp_path):
@@ -156,3 +156,58 @@ def test_the_admin_action_streams_the_filtered_selection(history, compliance, tm
     body = b"".join(response.streaming_content).decode()
     assert body == _export(tmp_path, "--format", "csv", "--queue", "kyc")
     assert len(list(csv.DictReader(io.StringIO(body)))) == 3
+
+
+FORMULAS = ['=HYPERLINK("http://evil","x")', "+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)"]
+
+
+def _decided_with(queue, alice, subject: str, note: str) -> Decision:
+    item, _ = create_item(
+        queue=queue, subject=subject, payload={}, idempotency_key=f"k-{len(subject)}-{note!r}"
+    )
+    claimed = claim_next(queue=queue, reviewer=alice)
+    assert claimed.pk == item.pk
+    return submit_decision(
+        item_id=item.pk,
+        reviewer=alice,
+        lease_token=claimed.lease_token,
+        verdict="approve",
+        reason_code="verified",
+        evidence_hash=shown_hash(claimed),
+        note=note,
+    )
+
+
+def _csv_rows(text: str) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(text, newline="")))
+
+
+def test_csv_cells_a_spreadsheet_would_run_as_formulas_arrive_as_text(queue, alice, tmp_path):
+    cases = [*FORMULAS, "\t=1+1", "\r=1+1"]
+    for i, text in enumerate(cases):
+        _decided_with(queue, alice, subject=text, note=cases[-1 - i])
+    rows = _csv_rows(_export(tmp_path, "--format", "csv"))
+    assert [row["item_subject"] for row in rows] == ["'" + text for text in cases]
+    assert [row["note"] for row in rows] == ["'" + text for text in reversed(cases)]
+    # Nothing else in those rows starts like a formula, and ids stay plain numbers.
+    for row in rows:
+        assert int(row["decision_id"]) > 0
+        assert not any(cell.startswith(("=", "+", "-", "@", "\t", "\r")) for cell in row.values())
+
+
+def test_jsonl_keeps_formula_like_text_exact(queue, alice, tmp_path):
+    _decided_with(queue, alice, subject=FORMULAS[0], note=FORMULAS[1])
+    (row,) = [json.loads(line) for line in _export(tmp_path, "--format", "jsonl").splitlines()]
+    assert (row["item_subject"], row["note"]) == (FORMULAS[0], FORMULAS[1])
+
+
+def test_csv_leaves_ordinary_text_alone(queue, alice, tmp_path):
+    _decided_with(queue, alice, subject="O'Brien - 2 = fine", note="a=b, c+d")
+    (row,) = _csv_rows(_export(tmp_path, "--format", "csv"))
+    assert (row["item_subject"], row["note"]) == ("O'Brien - 2 = fine", "a=b, c+d")
+
+
+def test_a_carriage_return_inside_a_cell_does_not_split_the_row(queue, alice, tmp_path):
+    _decided_with(queue, alice, subject="line one\rline two", note="typed\r\nin a browser")
+    (row,) = _csv_rows(_export(tmp_path, "--format", "csv"))
+    assert (row["item_subject"], row["note"]) == ("line one\rline two", "typed\r\nin a browser")
