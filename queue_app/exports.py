@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db.models import QuerySet
+from django.db.models.functions import Coalesce
 
 from queue_app.models import Decision
 
@@ -29,6 +30,8 @@ FORMATS = ("jsonl", "csv")
 CHUNK_SIZE = 2000
 
 # Output name -> ORM path, in column order. applied_at is empty while the effect is pending.
+# reviewer is the username recorded with the decision (see reviewer_as_decided) and
+# reviewer_id the account: together they say who decided, whatever renames came later.
 FIELDS: dict[str, str] = {
     "decision_id": "id",
     "created_at": "created_at",
@@ -36,7 +39,8 @@ FIELDS: dict[str, str] = {
     "item_id": "item_id",
     "item_subject": "item__subject",
     "trace_id": "item__trace_id",
-    "reviewer": "reviewer__username",
+    "reviewer": "reviewer_as_decided",
+    "reviewer_id": "reviewer_id",
     "verdict": "verdict",
     "reason_code": "reason_code__code",
     "evidence_hash": "evidence_hash",
@@ -88,7 +92,13 @@ def neutralise_formula(value: Any) -> Any:
 
 def export_rows(decisions: QuerySet[Decision]) -> Iterator[dict[str, Any]]:
     """Yield each decision as a dict of COLUMNS, oldest first, from a server-side cursor."""
-    rows = decisions.order_by("id").values_list(*FIELDS.values())
+    # Decisions recorded before migration 0007 have no username snapshot: for those (and only
+    # those) the reviewer's username at export time is the best there is; reviewer_id is exact.
+    rows = (
+        decisions.annotate(reviewer_as_decided=Coalesce("reviewer_username", "reviewer__username"))
+        .order_by("id")
+        .values_list(*FIELDS.values())
+    )
     for row in rows.iterator(chunk_size=CHUNK_SIZE):
         yield dict(zip(COLUMNS, map(_plain, row), strict=True))
 

@@ -17,6 +17,7 @@ from queue_app.models import AppliedDecision, Decision
 from queue_app.services import claim_next, create_item, overturn_decision, submit_decision
 from tests.admin.conftest import client_for, decide
 from tests.conftest import make_items, make_queue, shown_hash
+from tests.test_database_rules import insert_pre_0007_decision
 
 pytestmark = pytest.mark.django_db
 
@@ -64,7 +65,8 @@ def expected(decision: Decision) -> dict:
         "item_id": decision.item_id,
         "item_subject": decision.item.subject,
         "trace_id": str(decision.item.trace_id),
-        "reviewer": decision.reviewer.username,
+        "reviewer": decision.reviewer_username,
+        "reviewer_id": decision.reviewer_id,
         "verdict": decision.verdict,
         "reason_code": decision.reason_code.code,
         "evidence_hash": decision.evidence_hash,
@@ -80,7 +82,7 @@ def expected(decision: Decision) -> dict:
 def _from_text(row: dict) -> dict:
     """Turn an exported row (all text in CSV) back into typed values."""
     out = dict(row)
-    for key in ("decision_id", "item_id", "supersedes", "chain_seq"):
+    for key in ("decision_id", "item_id", "reviewer_id", "supersedes", "chain_seq"):
         out[key] = int(out[key]) if out[key] not in (None, "") else None
     for key in ("created_at", "applied_at"):
         out[key] = datetime.fromisoformat(out[key]) if out[key] else None
@@ -211,3 +213,50 @@ def test_a_carriage_return_inside_a_cell_does_not_split_the_row(queue, alice, tm
     _decided_with(queue, alice, subject="line one\rline two", note="typed\r\nin a browser")
     (row,) = _csv_rows(_export(tmp_path, "--format", "csv"))
     assert (row["item_subject"], row["note"]) == ("line one\rline two", "typed\r\nin a browser")
+
+
+def _rename(user, username: str) -> None:
+    user.username = username
+    user.save(update_fields=["username"])
+
+
+def test_a_renamed_reviewer_keeps_their_decisions_under_the_name_they_had(
+    history, alice, bob, compliance, tmp_path
+):
+    # Alice and Bob swap usernames (through a third name, usernames being unique).
+    _rename(alice, "tmp")
+    _rename(bob, "alice")
+    _rename(alice, "bob")
+    for fmt in ("jsonl", "csv"):
+        text = _export(tmp_path, "--format", fmt)
+        rows = (
+            [json.loads(line) for line in text.splitlines()]
+            if fmt == "jsonl"
+            else list(csv.DictReader(io.StringIO(text, newline="")))
+        )
+        assert [(row["reviewer"], str(row["reviewer_id"])) for row in rows] == [
+            ("alice", str(alice.pk)),
+            ("bob", str(bob.pk)),
+            ("casey", str(compliance.pk)),
+            ("alice", str(alice.pk)),
+        ]
+
+
+def test_the_timeline_names_the_reviewer_as_they_were_and_who_they_are_now(
+    approved, alice, compliance
+):
+    _rename(alice, "alice.renamed")
+    page = client_for(compliance).get(
+        reverse("admin:queue_app_reviewitem_change", args=[approved.item_id])
+    )
+    text = page.content.decode()
+    assert f"alice, user #{alice.pk}, since renamed alice.renamed" in text
+    assert f"by alice (user #{alice.pk})" in text  # the standing-outcome line
+
+
+def test_a_decision_from_before_the_snapshot_is_exported_under_todays_name(queue, alice, tmp_path):
+    (item,) = make_items(queue, 1)
+    insert_pre_0007_decision(item, alice)
+    _rename(alice, "alice.renamed")
+    (row,) = [json.loads(line) for line in _export(tmp_path).splitlines()]
+    assert (row["reviewer"], row["reviewer_id"]) == ("alice.renamed", alice.pk)
