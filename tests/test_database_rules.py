@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
@@ -19,7 +20,7 @@ from queue_app.models import (
     ReviewItem,
 )
 from queue_app.services import claim_batch, claim_next, overturn_decision, submit_decision
-from tests.conftest import make_items, make_queue, shown_hash
+from tests.conftest import make_items, make_queue, run_in_threads, shown_hash
 
 pytestmark = pytest.mark.django_db
 
@@ -411,3 +412,60 @@ def test_verify_decisions_names_a_decision_whose_recorded_reviewer_was_altered(
         cursor.execute("ALTER TABLE queue_app_decision ENABLE TRIGGER USER")
     with pytest.raises(CommandError, match=f"broken at decision {decision.pk}"):
         call_command("verify_decisions")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_label_edit_racing_the_codes_first_decision_waits_for_it_and_is_refused(queue, alice):
+    # The decision is inserted but not yet committed when the edit arrives: the edit must not
+    # slip in before the commit (the decision would then show wording nobody chose for it).
+    make_items(queue, 1)
+    item = claim_next(queue=queue, reviewer=alice)
+    verified = queue.reason_codes.get(code="verified")
+    decided, edit_over = threading.Event(), threading.Event()
+    editor_pid: list[int] = []
+
+    def run(i: int) -> str:
+        if i == 0:
+            with transaction.atomic():  # outermost: the decision stays uncommitted in here
+                submit_decision(
+                    item_id=item.pk,
+                    reviewer=alice,
+                    lease_token=item.lease_token,
+                    verdict="approve",
+                    reason_code="verified",
+                    evidence_hash=shown_hash(item),
+                )
+                decided.set()
+                _wait_until_blocked_or_done(editor_pid, edit_over)
+            return "committed"
+        assert decided.wait(30)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            editor_pid.append(cursor.fetchone()[0])
+        try:
+            _update_reason(verified.pk, "label = 'Fraud confirmed'")
+        except IntegrityError as exc:
+            return str(exc).splitlines()[0]
+        finally:
+            edit_over.set()
+        return "changed"
+
+    _, edit = run_in_threads(2, run)
+    assert "is used by decisions" in edit
+    verified.refresh_from_db()
+    assert verified.label == "verified"
+
+
+def _wait_until_blocked_or_done(pid: list[int], done: threading.Event) -> None:
+    """Return once the other connection waits on a lock, or has finished without waiting."""
+    with connection.cursor() as cursor:
+        for _ in range(3000):  # a bound, not a timing assertion: it returns as soon as it knows
+            if done.wait(0.01):
+                return
+            if not pid:
+                continue
+            cursor.execute("SELECT pg_stat_clear_snapshot()")
+            cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", pid)
+            if cursor.fetchone()[0] == "Lock":
+                return
+    raise AssertionError("the label edit neither finished nor waited")
