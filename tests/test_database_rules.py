@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import threading
 from datetime import timedelta
 
@@ -469,3 +470,23 @@ def _wait_until_blocked_or_done(pid: list[int], done: threading.Event) -> None:
             if cursor.fetchone()[0] == "Lock":
                 return
     raise AssertionError("the label edit neither finished nor waited")
+
+
+def test_migration_0007_credits_existing_clients_to_the_admin_who_created_them(queue, supervisor):
+    from django.contrib.admin.models import ADDITION, LogEntry
+    from django.contrib.contenttypes.models import ContentType
+
+    migration = importlib.import_module("queue_app.migrations.0007_decision_audit")
+    logged, _ = issue_api_client(name="from-the-admin", queues=[queue])
+    issue_api_client(name="from-a-script", queues=[queue])
+    LogEntry.objects.create(
+        user=supervisor,
+        content_type=ContentType.objects.get_for_model(ApiClient),
+        object_id=str(logged.pk),
+        object_repr=str(logged),
+        action_flag=ADDITION,
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(migration.BACKFILL_CREATED_BY)
+    creators = dict(ApiClient.objects.values_list("name", "created_by"))
+    assert creators == {"from-the-admin": supervisor.pk, "from-a-script": None}
