@@ -3,6 +3,13 @@
 Rows come off a server-side cursor in chunks (QuerySet.iterator), are turned into one line of
 text each and handed on; nothing holds more than one chunk. The command and the admin action
 both call export_lines().
+
+CSV is opened by spreadsheets, which run a cell starting with = + - @ (or a tab or carriage
+return before one) as a formula: a subject `=HYPERLINK(...)` from upstream or a note
+`+cmd|...` from a reviewer would arrive live. So in CSV every text cell starting with one of
+those characters gets a leading single quote (the OWASP advice), whatever the column: text is
+the only place they can come from. Integer cells (ids and chain positions, never negative) are
+written as they are. JSON lines carry every value exactly; audits that compare values use them.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db.models import QuerySet
+from django.db.models.functions import Coalesce
 
 from queue_app.models import Decision
 
@@ -22,6 +30,8 @@ FORMATS = ("jsonl", "csv")
 CHUNK_SIZE = 2000
 
 # Output name -> ORM path, in column order. applied_at is empty while the effect is pending.
+# reviewer is the username recorded with the decision (see reviewer_as_decided) and
+# reviewer_id the account: together they say who decided, whatever renames came later.
 FIELDS: dict[str, str] = {
     "decision_id": "id",
     "created_at": "created_at",
@@ -29,7 +39,8 @@ FIELDS: dict[str, str] = {
     "item_id": "item_id",
     "item_subject": "item__subject",
     "trace_id": "item__trace_id",
-    "reviewer": "reviewer__username",
+    "reviewer": "reviewer_as_decided",
+    "reviewer_id": "reviewer_id",
     "verdict": "verdict",
     "reason_code": "reason_code__code",
     "evidence_hash": "evidence_hash",
@@ -68,9 +79,26 @@ def _plain(value: Any) -> Any:
     return str(value)  # UUIDs
 
 
+# What a spreadsheet may take as the start of a formula (OWASP "CSV injection").
+FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise_formula(value: Any) -> Any:
+    """Return a text cell a spreadsheet would run as a formula with a leading quote; else as is."""
+    if isinstance(value, str) and value.startswith(FORMULA_TRIGGERS):
+        return "'" + value
+    return value
+
+
 def export_rows(decisions: QuerySet[Decision]) -> Iterator[dict[str, Any]]:
     """Yield each decision as a dict of COLUMNS, oldest first, from a server-side cursor."""
-    rows = decisions.order_by("id").values_list(*FIELDS.values())
+    # Decisions recorded before migration 0007 have no username snapshot: for those (and only
+    # those) the reviewer's username at export time is the best there is; reviewer_id is exact.
+    rows = (
+        decisions.annotate(reviewer_as_decided=Coalesce("reviewer_username", "reviewer__username"))
+        .order_by("id")
+        .values_list(*FIELDS.values())
+    )
     for row in rows.iterator(chunk_size=CHUNK_SIZE):
         yield dict(zip(COLUMNS, map(_plain, row), strict=True))
 
@@ -84,7 +112,10 @@ def export_lines(decisions: QuerySet[Decision], *, fmt: str) -> Iterator[str]:
             yield json.dumps(row, ensure_ascii=False) + "\n"
         return
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
+    # RFC 4180 line ends: the writer then quotes any cell holding a carriage return or a line
+    # feed. With "\n" alone a lone "\r" in a subject or note went out unquoted, and readers
+    # (spreadsheets, Python's csv) split the row there.
+    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\r\n")
 
     def take() -> str:
         text = buffer.getvalue()
@@ -95,5 +126,5 @@ def export_lines(decisions: QuerySet[Decision], *, fmt: str) -> Iterator[str]:
     writer.writeheader()
     yield take()
     for row in export_rows(decisions):
-        writer.writerow(row)
+        writer.writerow({name: neutralise_formula(value) for name, value in row.items()})
         yield take()

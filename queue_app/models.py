@@ -94,7 +94,14 @@ class ReasonCode(models.Model):
     queue = models.ForeignKey(Queue, on_delete=models.PROTECT, related_name="reason_codes")
     verdict = models.CharField(max_length=16, choices=Verdict.choices)
     code = models.SlugField(max_length=64)
-    label = models.CharField(max_length=200)
+    label = models.CharField(
+        max_length=200,
+        help_text=(
+            "Frozen once a decision uses the code (the database refuses the change): past "
+            "decisions show the wording they were made with. To reword, retire this code and "
+            "add a new one."
+        ),
+    )
     retired_at = models.DateTimeField(
         null=True, blank=True, help_text="Retired codes are hidden from new decisions."
     )
@@ -258,6 +265,13 @@ class Decision(models.Model):
     reviewer = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="decisions"
     )
+    # The reviewer's username when they decided, set by the insert trigger (migration 0007) and
+    # covered by the chain hash: a later rename, or two users swapping names, does not move
+    # the decision to someone else in exports and the timeline. NULL for decisions recorded
+    # before 0007 (see reviewer_name).
+    reviewer_username = models.CharField(  # noqa: DJ001
+        max_length=150, null=True, blank=True, editable=False
+    )
     verdict = models.CharField(max_length=16, choices=Verdict.choices)
     reason_code = models.ForeignKey(ReasonCode, on_delete=models.PROTECT, related_name="+")
     evidence_hash = models.CharField(max_length=64)
@@ -325,6 +339,11 @@ class Decision(models.Model):
     def standing_verdict(self) -> str:
         """The verdict this row leaves standing (an overturn's corrected verdict)."""
         return self.corrected_verdict or self.verdict
+
+    @property
+    def reviewer_name(self) -> str:
+        """The reviewer's username as recorded with the decision (today's, for pre-0007 rows)."""
+        return self.reviewer_username or self.reviewer.get_username()
 
 
 class AppliedDecision(models.Model):
@@ -441,6 +460,17 @@ class ApiClient(models.Model):
     can_intake = models.BooleanField(default=False)
     can_adjudicate = models.BooleanField(default=False)
     queues = models.ManyToManyField(Queue, blank=True, related_name="api_clients")
+    # Who created the client, and so holds its token: under four eyes its service user's
+    # decisions count as this person's. NULL when not known (made outside the admin, or
+    # before migration 0007 and not in the admin log).
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        editable=False,
+        on_delete=models.PROTECT,
+        related_name="+",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)

@@ -218,7 +218,9 @@ RETURNING i.id, i.queue_id, i.subject, i.payload,
 # which the column refuses (NOT NULL): the statement, and so the transaction, fail, and the
 # service reports an invalid reason. Failing rather than inserting nothing lets the service
 # send the COMMIT along with this statement. The chain hash and sequence are filled by the
-# insert trigger; the outbox insert fires the NOTIFY that wakes the apply worker at commit.
+# insert trigger, and so is reviewer_username (the reviewer's username now, in this same
+# statement, whatever the writer sends: migration 0007), as is the four-eyes check of an
+# overturn; the outbox insert fires the NOTIFY that wakes the apply worker at commit.
 INSERT_DECISION = """
 WITH decision AS (
     INSERT INTO queue_app_decision

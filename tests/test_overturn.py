@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.contrib.auth.models import User
 
+from queue_app.api.auth import issue_api_client
 from queue_app.errors import AlreadySuperseded, InvalidReason, InvalidVerdict, NotPermitted
-from queue_app.models import Decision, EffectJob
+from queue_app.models import ApiClient, Decision, EffectJob
 from queue_app.services import (
+    claim_batch,
     claim_next,
     overturn_decision,
     standing_outcome,
@@ -99,3 +103,50 @@ def test_it_needs_an_overturn_reason_from_the_closed_set(approved, supervisor):
 def test_it_refuses_a_no_op_overturn(approved, supervisor):
     with pytest.raises(InvalidVerdict):
         _overturn(approved, supervisor, verdict="approve")
+
+
+def _with_overturn_permission(user: User) -> User:
+    from django.contrib.auth.models import Permission
+
+    user.user_permissions.add(Permission.objects.get(codename="can_overturn"))
+    return User.objects.get(pk=user.pk)  # fresh: permission cache
+
+
+def test_an_author_anywhere_in_the_chain_cannot_overturn_in_it(approved, alice, supervisor):
+    # Alice approved, Sam overturned to reject; Alice, now with the permission, may not put her
+    # own verdict back by overturning Sam's overturn.
+    sams = _overturn(approved, supervisor)
+    alice = _with_overturn_permission(alice)
+    with pytest.raises(NotPermitted, match=f"you made decision #{approved.pk} on this item"):
+        _overturn(sams, alice, verdict="approve")
+    assert standing_outcome(item=approved.item_id) == "reject"
+    assert Decision.objects.filter(item_id=approved.item_id).count() == 2
+
+
+def test_an_overturner_cannot_overturn_again_later_in_the_chain(approved, supervisor):
+    first = _overturn(approved, supervisor)
+    other = User.objects.create_superuser("root", password="x")
+    second = _overturn(first, other, verdict="approve")
+    with pytest.raises(NotPermitted, match=f"you made decision #{first.pk}"):
+        _overturn(second, supervisor, verdict="reject")
+
+
+def test_a_decision_by_an_api_client_counts_as_its_creators(queue, supervisor):
+    robot, _token = issue_api_client(name="robot", can_adjudicate=True, queues=[queue])
+    ApiClient.objects.filter(pk=robot.pk).update(created_by=supervisor)
+    make_items(queue, 1)
+    (item,) = claim_batch(queue=queue, worker=robot.user, n=1, ttl=timedelta(minutes=1))
+    decided = submit_decision(
+        item_id=item.pk,
+        reviewer=robot.user,
+        lease_token=item.lease_token,
+        verdict="approve",
+        reason_code="verified",
+        evidence_hash=shown_hash(item),
+    )
+    with pytest.raises(NotPermitted, match="API client “robot”, which you created"):
+        _overturn(decided, supervisor)
+    assert not Decision.objects.filter(verdict="overturn").exists()
+    # Someone who did not create the client may.
+    other = User.objects.create_superuser("root", password="x")
+    assert _overturn(decided, other).supersedes_id == decided.pk

@@ -73,7 +73,14 @@ class ApiClientAdmin(admin.ModelAdmin):
     )
     list_filter = ("can_intake", "can_adjudicate", ("revoked_at", admin.EmptyFieldListFilter))
     search_fields = ("name", "token_prefix")
-    readonly_fields = ("token_prefix", "user", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = (
+        "token_prefix",
+        "user",
+        "created_by",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+    )
     actions = ["revoke"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[ApiClient]:
@@ -102,6 +109,8 @@ class ApiClientAdmin(admin.ModelAdmin):
         if not change:
             token = new_token()
             obj.user = new_service_user(obj.name)
+            # The creator holds the token: under four eyes the client's decisions are theirs.
+            obj.created_by = request.user
             obj.token_prefix, obj.token_hash = token_fields(token)
             # Kept on the instance only until response_add renders it; never stored.
             obj._plain_token = token  # type: ignore[attr-defined]

@@ -12,7 +12,7 @@ from django.utils import timezone
 from queue_app.admin.filters import (
     RetiredFilter,
 )
-from queue_app.admin.forms import QueueForm
+from queue_app.admin.forms import QueueForm, ReasonCodeForm, reason_code_in_use
 from queue_app.models import (
     Queue,
     ReasonCode,
@@ -52,8 +52,14 @@ class ReasonCodeAdmin(admin.ModelAdmin):
     actions = ("retire", "unretire")
     readonly_fields = ("retired_at",)
 
+    form = ReasonCodeForm
+
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         # Decisions point at a code by id: renaming what it means would rewrite their history.
+        # The label is the wording past decisions show, so it freezes at the first use (the
+        # database refuses the change then too: migration 0007).
+        if obj is not None and reason_code_in_use(obj):
+            return ("queue", "verdict", "code", "label", "retired_at")
         if obj is not None:
             return ("queue", "verdict", "code", "retired_at")
         return self.readonly_fields

@@ -40,6 +40,18 @@ def _export_response(queryset: QuerySet[Decision], fmt: str) -> StreamingHttpRes
     return response
 
 
+def reviewer_as_decided(decision: Decision) -> str:
+    """The reviewer's username when they decided and their user id; today's name if renamed."""
+    current = decision.reviewer.get_username()
+    recorded = decision.reviewer_username
+    if recorded is None:
+        # Decided before the username was recorded with decisions (migration 0007).
+        return f"{current} (user #{decision.reviewer_id}; name not recorded, today's shown)"
+    if recorded != current:
+        return f"{recorded} (user #{decision.reviewer_id}, now {current})"
+    return f"{recorded} (user #{decision.reviewer_id})"
+
+
 def _decision_summary(decision: Decision) -> list[tuple[str, str]]:
     """Label/value rows describing a decision at the top of its overturn form."""
     item_url = reverse("admin:queue_app_reviewitem_change", args=[decision.item_id])
@@ -52,7 +64,7 @@ def _decision_summary(decision: Decision) -> list[tuple[str, str]]:
                 "<strong>{}</strong> — {}", decision.standing_verdict, decision.reason_code.label
             ),
         ),
-        ("Decided by", decision.reviewer.get_full_name() or decision.reviewer.username),
+        ("Decided by", reviewer_as_decided(decision)),
         ("Decided at", f"{decision.created_at:%Y-%m-%d %H:%M:%S} UTC"),
     ]
     if decision.note:
@@ -69,7 +81,7 @@ class DecisionAdmin(ReadOnlyAdmin):
         "created_at",
         "item_link",
         "queue",
-        "reviewer",
+        "reviewer_as_decided",
         "verdict",
         "reason_code",
         "corrected_verdict",
@@ -78,8 +90,8 @@ class DecisionAdmin(ReadOnlyAdmin):
     )
     list_select_related = ("item", "queue", "reviewer", "reason_code", "applied")
     list_filter = ("verdict", "queue", AppliedFilter, "created_at")
-    search_fields = ("reviewer__username",)
-    search_help_text = "Reviewer username, or a decision or item number."
+    search_fields = ("reviewer_username", "reviewer__username")
+    search_help_text = "Reviewer username (as decided, or today's), or a decision or item number."
     ordering = ("-id",)
     show_full_result_count = False
     list_per_page = 50
@@ -88,6 +100,7 @@ class DecisionAdmin(ReadOnlyAdmin):
         "item",
         "queue",
         "reviewer",
+        "reviewer_username",
         "verdict",
         "reason_code",
         "note",
@@ -101,7 +114,11 @@ class DecisionAdmin(ReadOnlyAdmin):
         "chain_seq",
         "chain_hash",
     )
-    readonly_fields = ("superseded_by_link", "applied_at")
+    readonly_fields = ("superseded_by_link", "applied_at", "reviewer_username")
+
+    @admin.display(description="reviewer", ordering="reviewer_username")
+    def reviewer_as_decided(self, decision: Decision) -> str:
+        return reviewer_as_decided(decision)
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet, search_term: str
@@ -176,6 +193,8 @@ class DecisionAdmin(ReadOnlyAdmin):
             return None
         if Decision.objects.filter(supersedes_id=decision.pk).exists():
             return None
+        if services.four_eyes_refusal(decision=decision, user=request.user) is not None:
+            return None
         return reverse("admin:queue_app_decision_overturn", args=[decision.pk])
 
     def overturn_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
@@ -189,7 +208,10 @@ class DecisionAdmin(ReadOnlyAdmin):
         ):
             raise PermissionDenied
         form = OverturnForm(request.POST or None, decision=decision)
-        if request.method == "POST" and form.is_valid():
+        # Four eyes: someone who may not overturn in this chain is told why, and offered no
+        # form (a forced POST is refused the same way; the service and the database would too).
+        refusal = services.four_eyes_refusal(decision=decision, user=request.user)
+        if request.method == "POST" and refusal is None and form.is_valid():
             try:
                 overturn = services.overturn_decision(
                     decision_id=decision.pk,
@@ -217,7 +239,7 @@ class DecisionAdmin(ReadOnlyAdmin):
             "summary": _decision_summary(decision),
             "form": form,
             "standing": services.standing_decision(item=decision.item_id),
-            "is_author": decision.reviewer_id == request.user.pk,
+            "refusal": refusal,
             "media": self.media + form.media,
         }
         return TemplateResponse(request, "admin/queue_app/decision/overturn.html", context)

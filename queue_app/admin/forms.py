@@ -76,3 +76,32 @@ class QueueForm(forms.ModelForm):
         if escalation is not None and self.instance.pk and escalation.pk == self.instance.pk:
             self.add_error("escalation_queue", "A queue cannot escalate to itself.")
         return cleaned
+
+
+def reason_code_in_use(reason: ReasonCode) -> bool:
+    """Whether any decision names this reason code (its wording is then frozen)."""
+    return Decision.objects.filter(reason_code_id=reason.pk).exists()
+
+
+class ReasonCodeForm(forms.ModelForm):
+    """A reason code; the label can change only until a decision uses the code."""
+
+    class Meta:
+        model = ReasonCode
+        fields = ("queue", "verdict", "code", "label")
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        # The page offered the label while the code was unused; a decision may have used it
+        # since. Refuse here, with a message, rather than at the database's trigger.
+        if (
+            self.instance.pk is not None
+            and "label" in self.changed_data
+            and reason_code_in_use(self.instance)
+        ):
+            self.add_error(
+                "label",
+                "Decisions already use this code, so its label is frozen: past decisions show "
+                "the wording they were made with. Retire it and add a new code instead.",
+            )
+        return cleaned

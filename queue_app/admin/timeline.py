@@ -52,6 +52,23 @@ def _name(user: Any) -> str:
     return f"{full} ({user.username})" if full else user.username
 
 
+def _author(decision: Decision) -> str:
+    """Who decided, as they were named then (migration 0007 on), with their id and today's name.
+
+    Decisions from before 0007 have no recorded name: today's is shown, and says so.
+    """
+    user = decision.reviewer
+    current = user.get_username()
+    recorded = decision.reviewer_username
+    if recorded is None:
+        return f"{_name(user)}, user #{user.pk} (name at the time not recorded)"
+    full = user.get_full_name()
+    shown = f"{full} ({recorded})" if full else recorded
+    if recorded != current:
+        return f"{shown}, user #{user.pk}, since renamed {current}"
+    return f"{shown}, user #{user.pk}"
+
+
 def _counted(n: Any, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
@@ -90,7 +107,7 @@ def _decision_entries(decision: Decision) -> list[Entry]:
             at=decision.created_at,
             kind=kind,
             title=title,
-            who=_name(decision.reviewer),
+            who=_author(decision),
             details=details,
             decision=decision,
         )

@@ -37,7 +37,9 @@ def decision_out(
         "reason_code": reason_code,
         "evidence_hash": decision.evidence_hash,
         "note": decision.note,
-        "reviewer": reviewer.get_username(),
+        # As recorded with the decision (a later rename does not change it); today's name for
+        # decisions recorded before that (migration 0007).
+        "reviewer": decision.reviewer_username or reviewer.get_username(),
         "lease_token": decision.lease_token,
         "supersedes": decision.supersedes_id,
         "corrected_verdict": decision.corrected_verdict,

@@ -11,6 +11,7 @@ from queue_app.services._common import NOTE_MAX_LENGTH, User, database_now
 from queue_app.services.access import queues_for_user, user_can_review
 from queue_app.services.decisions import (
     find_completed_decision,
+    four_eyes_refusal,
     item_decisions,
     overturn_decision,
     reason_codes_for,
@@ -41,6 +42,7 @@ __all__ = [
     "database_now",
     "escalate_abandoned",
     "find_completed_decision",
+    "four_eyes_refusal",
     "item_decisions",
     "open_escalation",
     "overturn_decision",

@@ -8,6 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
+from django.db.models.functions import Coalesce
 
 from queue_app.errors import (
     AlreadySuperseded,
@@ -24,6 +25,7 @@ from queue_app.managers import is_missing_reason
 from queue_app.models import (
     CORRECTED_VERDICTS,
     REVIEW_VERDICTS,
+    ApiClient,
     Decision,
     Queue,
     ReasonCode,
@@ -141,6 +143,45 @@ def standing_outcome(*, item: ReviewItem | int) -> str | None:
     return decision.standing_verdict if decision else None
 
 
+def four_eyes_refusal(*, decision: Decision, user: User) -> str | None:
+    """Return why four eyes bars this user from overturning in the decision's chain, or None.
+
+    Nobody who authored any decision on the item (the original verdict or any overturn) may
+    write an overturn on it, and an API client's decisions count as its creator's. The
+    database's insert trigger enforces the same rule (migration 0007); this says it clearly.
+    """
+    mine = (
+        ApiClient.objects.filter(user_id=user.pk).values_list("created_by_id", flat=True).first()
+        or user.pk
+    )
+    clash = (
+        Decision.objects.filter(item_id=decision.item_id)
+        .annotate(principal=Coalesce("reviewer__api_client__created_by_id", "reviewer_id"))
+        .filter(principal=mine)
+        .order_by("id")
+        .first()
+    )
+    if clash is None:
+        return None
+    if clash.pk == decision.pk and clash.reviewer_id == user.pk:
+        return "Four eyes: you cannot overturn a decision you made yourself."
+    if clash.reviewer_id == user.pk:
+        return (
+            f"Four eyes: you made decision #{clash.pk} on this item, so someone else must "
+            "overturn in its chain."
+        )
+    client = ApiClient.objects.filter(user_id=clash.reviewer_id, created_by_id=user.pk).first()
+    if client is not None:
+        return (
+            f"Four eyes: decision #{clash.pk} on this item was made by API client "
+            f"“{client.name}”, which you created, so someone else must overturn in its chain."
+        )
+    return (
+        f"Four eyes: decision #{clash.pk} on this item counts as yours, so someone else must "
+        "overturn in its chain."
+    )
+
+
 def overturn_decision(
     *,
     decision_id: int,
@@ -171,8 +212,9 @@ def overturn_decision(
             raise InvalidVerdict(
                 "An escalation is not overturned; decide the escalated item in its own queue."
             )
-        if target.reviewer_id == admin.pk:
-            raise NotPermitted("Four eyes: you cannot overturn a decision you made yourself.")
+        refusal = four_eyes_refusal(decision=target, user=admin)
+        if refusal is not None:
+            raise NotPermitted(refusal)
         if target.standing_verdict == corrected_verdict:
             raise InvalidVerdict(f"The decision already stands as {corrected_verdict}.")
         item = target.item
@@ -194,6 +236,8 @@ def overturn_decision(
                 raise InvalidReason() from None
             if "supersedes" in str(exc):
                 raise AlreadySuperseded() from None
+            if "four eyes" in str(exc):  # the trigger's verdict, had the check above raced
+                raise NotPermitted("Four eyes: someone else must overturn this item.") from None
             raise
     logger.info(
         "decision overturned",

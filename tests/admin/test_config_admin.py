@@ -6,6 +6,7 @@ import pytest
 from django.contrib.auth.models import Group
 from django.urls import reverse
 
+from queue_app.admin.forms import ReasonCodeForm
 from queue_app.models import Queue, ReasonCode
 from queue_app.services import reason_codes_for
 from tests.admin.conftest import client_for
@@ -106,18 +107,52 @@ def test_retiring_a_code_hides_it_from_new_decisions_and_keeps_old_ones(approved
 def test_a_used_code_keeps_its_meaning_and_cannot_be_deleted(approved, root):
     client = client_for(root)
     verified = ReasonCode.objects.get(queue=approved.queue_id, verdict="approve", code="verified")
-    client.post(
-        reverse("admin:queue_app_reasoncode_change", args=[verified.pk]),
-        {"code": "renamed", "verdict": "reject", "label": "Identity verified"},
-    )
+    change = reverse("admin:queue_app_reasoncode_change", args=[verified.pk])
+    page = client.get(change).content.decode()
+    assert 'name="label"' not in page  # shown, not offered for editing
+    assert "Frozen once a decision uses the code" in page
+    client.post(change, {"code": "renamed", "verdict": "reject", "label": "Fraud confirmed"})
     verified.refresh_from_db()
-    assert (verified.code, verified.verdict, verified.label) == (
-        "verified",
-        "approve",
-        "Identity verified",
-    )
+    assert (verified.code, verified.verdict, verified.label) == ("verified", "approve", "verified")
     delete = reverse("admin:queue_app_reasoncode_delete", args=[verified.pk])
     assert client.post(delete, {"post": "yes"}).status_code == 403
+
+
+def test_an_unused_codes_label_can_still_be_corrected(queue, root):
+    unused = ReasonCode.objects.get(queue=queue, verdict="approve", code="within_tolerance")
+    response = client_for(root).post(
+        reverse("admin:queue_app_reasoncode_change", args=[unused.pk]),
+        {"label": "Within tolerance"},
+    )
+    assert response.status_code == 302
+    unused.refresh_from_db()
+    assert unused.label == "Within tolerance"
+
+
+def test_a_label_offered_before_the_first_use_is_refused_after_it(approved, queue):
+    # The admin opened the change page while the code was unused (label editable); a decision
+    # used the code before they saved.
+    verified = ReasonCode.objects.get(queue=queue, verdict="approve", code="verified")
+    form = ReasonCodeForm(
+        data={"queue": queue.pk, "verdict": "approve", "code": "verified", "label": "Fraud"},
+        instance=verified,
+    )
+    assert not form.is_valid()
+    assert "its label is frozen" in form.errors["label"][0]
+    verified.refresh_from_db()
+    assert verified.label == "verified"
+
+
+def test_a_past_decision_shows_the_label_it_was_made_with(approved, root):
+    client = client_for(root)
+    verified = ReasonCode.objects.get(queue=approved.queue_id, verdict="approve", code="verified")
+    client.post(
+        reverse("admin:queue_app_reasoncode_change", args=[verified.pk]),
+        {"label": "Fraud confirmed"},
+    )
+    page = client.get(reverse("admin:queue_app_reviewitem_change", args=[approved.item_id]))
+    assert "Reason: verified (verified)" in page.content.decode()
+    assert "Fraud confirmed" not in page.content.decode()
 
 
 def test_a_duplicate_code_is_a_form_error(compliance, queue):

@@ -14,9 +14,10 @@ from django.urls import reverse
 from queue_app.apply import apply_one
 from queue_app.exports import COLUMNS
 from queue_app.models import AppliedDecision, Decision
-from queue_app.services import claim_next, overturn_decision, submit_decision
+from queue_app.services import claim_next, create_item, overturn_decision, submit_decision
 from tests.admin.conftest import client_for, decide
 from tests.conftest import make_items, make_queue, shown_hash
+from tests.test_database_rules import insert_pre_0007_decision
 
 pytestmark = pytest.mark.django_db
 
@@ -64,7 +65,8 @@ def expected(decision: Decision) -> dict:
         "item_id": decision.item_id,
         "item_subject": decision.item.subject,
         "trace_id": str(decision.item.trace_id),
-        "reviewer": decision.reviewer.username,
+        "reviewer": decision.reviewer_username,
+        "reviewer_id": decision.reviewer_id,
         "verdict": decision.verdict,
         "reason_code": decision.reason_code.code,
         "evidence_hash": decision.evidence_hash,
@@ -80,7 +82,7 @@ def expected(decision: Decision) -> dict:
 def _from_text(row: dict) -> dict:
     """Turn an exported row (all text in CSV) back into typed values."""
     out = dict(row)
-    for key in ("decision_id", "item_id", "supersedes", "chain_seq"):
+    for key in ("decision_id", "item_id", "reviewer_id", "supersedes", "chain_seq"):
         out[key] = int(out[key]) if out[key] not in (None, "") else None
     for key in ("created_at", "applied_at"):
         out[key] = datetime.fromisoformat(out[key]) if out[key] else None
@@ -92,7 +94,7 @@ def _from_text(row: dict) -> dict:
 def _export(tmp_path, *args: str) -> str:
     path = tmp_path / "out"
     call_command("export_decisions", *args, "--output", str(path))
-    return path.read_text(encoding="utf-8")
+    return path.read_bytes().decode("utf-8")  # as written: no newline translation
 
 
 def test_jsonl_round_trips_every_field(history, tmp_path):
@@ -156,3 +158,105 @@ def test_the_admin_action_streams_the_filtered_selection(history, compliance, tm
     body = b"".join(response.streaming_content).decode()
     assert body == _export(tmp_path, "--format", "csv", "--queue", "kyc")
     assert len(list(csv.DictReader(io.StringIO(body)))) == 3
+
+
+FORMULAS = ['=HYPERLINK("http://evil","x")', "+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)"]
+
+
+def _decided_with(queue, alice, subject: str, note: str) -> Decision:
+    item, _ = create_item(
+        queue=queue, subject=subject, payload={}, idempotency_key=f"k-{len(subject)}-{note!r}"
+    )
+    claimed = claim_next(queue=queue, reviewer=alice)
+    assert claimed.pk == item.pk
+    return submit_decision(
+        item_id=item.pk,
+        reviewer=alice,
+        lease_token=claimed.lease_token,
+        verdict="approve",
+        reason_code="verified",
+        evidence_hash=shown_hash(claimed),
+        note=note,
+    )
+
+
+def _csv_rows(text: str) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(text, newline="")))
+
+
+def test_csv_cells_a_spreadsheet_would_run_as_formulas_arrive_as_text(queue, alice, tmp_path):
+    cases = [*FORMULAS, "\t=1+1", "\r=1+1"]
+    for i, text in enumerate(cases):
+        _decided_with(queue, alice, subject=text, note=cases[-1 - i])
+    rows = _csv_rows(_export(tmp_path, "--format", "csv"))
+    assert [row["item_subject"] for row in rows] == ["'" + text for text in cases]
+    assert [row["note"] for row in rows] == ["'" + text for text in reversed(cases)]
+    # Nothing else in those rows starts like a formula, and ids stay plain numbers.
+    for row in rows:
+        assert int(row["decision_id"]) > 0
+        assert not any(cell.startswith(("=", "+", "-", "@", "\t", "\r")) for cell in row.values())
+
+
+def test_jsonl_keeps_formula_like_text_exact(queue, alice, tmp_path):
+    _decided_with(queue, alice, subject=FORMULAS[0], note=FORMULAS[1])
+    (row,) = [json.loads(line) for line in _export(tmp_path, "--format", "jsonl").splitlines()]
+    assert (row["item_subject"], row["note"]) == (FORMULAS[0], FORMULAS[1])
+
+
+def test_csv_leaves_ordinary_text_alone(queue, alice, tmp_path):
+    _decided_with(queue, alice, subject="O'Brien - 2 = fine", note="a=b, c+d")
+    (row,) = _csv_rows(_export(tmp_path, "--format", "csv"))
+    assert (row["item_subject"], row["note"]) == ("O'Brien - 2 = fine", "a=b, c+d")
+
+
+def test_a_carriage_return_inside_a_cell_does_not_split_the_row(queue, alice, tmp_path):
+    _decided_with(queue, alice, subject="line one\rline two", note="typed\r\nin a browser")
+    (row,) = _csv_rows(_export(tmp_path, "--format", "csv"))
+    assert (row["item_subject"], row["note"]) == ("line one\rline two", "typed\r\nin a browser")
+
+
+def _rename(user, username: str) -> None:
+    user.username = username
+    user.save(update_fields=["username"])
+
+
+def test_a_renamed_reviewer_keeps_their_decisions_under_the_name_they_had(
+    history, alice, bob, compliance, tmp_path
+):
+    # Alice and Bob swap usernames (through a third name, usernames being unique).
+    _rename(alice, "tmp")
+    _rename(bob, "alice")
+    _rename(alice, "bob")
+    for fmt in ("jsonl", "csv"):
+        text = _export(tmp_path, "--format", fmt)
+        rows = (
+            [json.loads(line) for line in text.splitlines()]
+            if fmt == "jsonl"
+            else list(csv.DictReader(io.StringIO(text, newline="")))
+        )
+        assert [(row["reviewer"], str(row["reviewer_id"])) for row in rows] == [
+            ("alice", str(alice.pk)),
+            ("bob", str(bob.pk)),
+            ("casey", str(compliance.pk)),
+            ("alice", str(alice.pk)),
+        ]
+
+
+def test_the_timeline_names_the_reviewer_as_they_were_and_who_they_are_now(
+    approved, alice, compliance
+):
+    _rename(alice, "alice.renamed")
+    page = client_for(compliance).get(
+        reverse("admin:queue_app_reviewitem_change", args=[approved.item_id])
+    )
+    text = page.content.decode()
+    assert f"alice, user #{alice.pk}, since renamed alice.renamed" in text
+    assert f"by alice (user #{alice.pk})" in text  # the standing-outcome line
+
+
+def test_a_decision_from_before_the_snapshot_is_exported_under_todays_name(queue, alice, tmp_path):
+    (item,) = make_items(queue, 1)
+    insert_pre_0007_decision(item, alice)
+    _rename(alice, "alice.renamed")
+    (row,) = [json.loads(line) for line in _export(tmp_path).splitlines()]
+    assert (row["reviewer"], row["reviewer_id"]) == ("alice.renamed", alice.pk)

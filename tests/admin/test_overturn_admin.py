@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from queue_app.models import Decision, ReasonCode
+from queue_app.models import ApiClient, Decision, ReasonCode
 from queue_app.services import overturn_decision, standing_outcome
 from tests.admin.conftest import client_for, decide
+from tests.api.conftest import caller_for
 from tests.conftest import make_items, run_in_threads
 
 pytestmark = pytest.mark.django_db
@@ -59,7 +62,9 @@ def test_it_refuses_the_author_of_the_decision_with_a_form_error(approved, alice
         Permission.objects.get(codename="view_decision"),
     )
     client = client_for(alice)
-    assert "four eyes" in client.get(_url(approved)).content.decode()
+    page = client.get(_url(approved)).content.decode()
+    assert "Four eyes: you cannot overturn a decision you made yourself." in page
+    assert 'id="overturn-form"' not in page
     response = _post(client, approved)
     assert response.status_code == 200
     assert "Four eyes: you cannot overturn a decision you made yourself." in (
@@ -166,3 +171,64 @@ def test_an_escalation_offers_no_overturn_and_a_forced_post_is_a_form_error(
     assert response.status_code == 200
     assert "An escalation is not overturned" in response.content.decode()
     assert not Decision.objects.filter(supersedes=escalated).exists()
+
+
+def _shows_no_overturn(client, decision: Decision, refusal: str) -> None:
+    """The decision page offers no overturn; its form is not offered; a forced POST is refused."""
+    page = client.get(reverse("admin:queue_app_decision_change", args=[decision.pk]))
+    assert "Overturn this decision" not in page.content.decode()
+    form_page = client.get(_url(decision)).content.decode()
+    assert refusal in form_page
+    assert 'id="overturn-form"' not in form_page
+    response = _post(client, decision, corrected_verdict="approve")
+    assert response.status_code == 200
+    assert refusal in response.content.decode()
+
+
+def test_an_author_earlier_in_the_chain_is_offered_no_overturn(approved, alice, compliance):
+    # Alice approved, Casey overturned to reject; Alice, made an admin since, may not bring
+    # her verdict back by overturning Casey's overturn.
+    caseys = overturn_decision(
+        decision_id=approved.pk,
+        admin=compliance,
+        corrected_verdict="reject",
+        reason_code="reviewer_error",
+        note="expired",
+    )
+    alice.is_staff = True
+    alice.save()
+    alice.groups.add(*compliance.groups.all())
+    _shows_no_overturn(
+        client_for(alice), caseys, f"Four eyes: you made decision #{approved.pk} on this item"
+    )
+    assert standing_outcome(item=approved.item_id) == "reject"
+    assert Decision.objects.count() == 2
+
+
+def test_an_admin_cannot_overturn_a_decision_of_a_client_they_created(queue, compliance, root):
+    client = client_for(compliance)
+    created = client.post(
+        "/admin/queue_app/apiclient/add/",
+        {"name": "robot", "can_adjudicate": "on", "queues": [queue.pk]},
+    )
+    token = re.search(r'id="api-token"[^>]*>(rc_[\w-]+)<', created.content.decode()).group(1)
+    assert ApiClient.objects.get(name="robot").created_by == compliance
+    make_items(queue, 1)
+    robot = caller_for(token)
+    (item,) = robot.post("/queues/kyc/leases", {"batch_size": 1}).body["items"]
+    decided = robot.post(
+        f"/items/{item['id']}/decision",
+        {
+            "lease_token": item["lease_token"],
+            "verdict": "approve",
+            "reason_code": "verified",
+            "evidence_hash": item["evidence_hash"],
+        },
+    )
+    assert decided.status == 201
+    decision = Decision.objects.get(pk=decided.body["id"])
+    _shows_no_overturn(client, decision, "made by API client “robot”, which you created")
+    assert not Decision.objects.filter(supersedes=decision).exists()
+    # Another admin sees the form and may overturn.
+    page = client_for(root).get(reverse("admin:queue_app_decision_change", args=[decision.pk]))
+    assert "Overturn this decision" in page.content.decode()

@@ -57,6 +57,23 @@ def test_it_shows_decisions_in_order_with_supersedes_and_applied_status(
     assert [d["reviewer"] for d in decisions] == ["alice", "sam"]
 
 
+def test_it_names_each_decisions_reviewer_as_they_were_when_deciding(api, queue, alice):
+    [item] = make_items(queue, 1)
+    claimed = claim_next(queue=queue, reviewer=alice)
+    submit_decision(
+        item_id=item.pk,
+        reviewer=alice,
+        lease_token=claimed.lease_token,
+        verdict="approve",
+        reason_code="verified",
+        evidence_hash=shown_hash(claimed),
+    )
+    alice.username = "alice.renamed"
+    alice.save(update_fields=["username"])
+    (decision,) = api.get(f"/items/{item.pk}").body["decisions"]
+    assert decision["reviewer"] == "alice"
+
+
 def test_it_says_whether_the_lease_is_yours(api, queue, alice):
     make_items(queue, 2)
     mine = api.post("/queues/kyc/leases", {"batch_size": 1}).body["items"][0]["id"]
