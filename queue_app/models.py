@@ -16,6 +16,7 @@ from django.contrib.postgres.indexes import BrinIndex
 from django.db import models
 from django.db.models import Q
 
+from queue_app.datetimes import local_text
 from queue_app.jsonutil import ExactDecoder, ExactEncoder
 from queue_app.managers import DecisionManager, ReviewItemManager
 
@@ -368,7 +369,7 @@ class ChainVerification(models.Model):
         get_latest_by = "ran_at"
 
     def __str__(self) -> str:
-        return f"Chain {'verified' if self.ok else 'BROKEN'} at {self.ran_at:%Y-%m-%d %H:%M}"
+        return f"Chain {'verified' if self.ok else 'BROKEN'} at {local_text(self.ran_at)}"
 
 
 class ApiScope(models.TextChoices):

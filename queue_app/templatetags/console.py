@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django import template
+from django.utils.safestring import SafeString
 
 from queue_app.console.evidence import format_amount
+from queue_app.datetimes import time_tag
 
 register = template.Library()
 
@@ -27,3 +30,9 @@ def mmss(seconds: Any) -> str:
 def amount(value: Any) -> str:
     """Format a number exactly, with thousands separators (never through float)."""
     return format_amount(value)
+
+
+@register.filter
+def when(value: datetime | None) -> SafeString:
+    """Show a moment the one way every page does: local, to the second, zone named."""
+    return time_tag(value)
