@@ -66,8 +66,11 @@ class Queue(models.Model):
         blank=True,
         help_text="Name of the environment variable holding the webhook signing secret.",
     )
+    # Called "max in flight" on every page, metric and message (its verbose name).
     max_in_flight = models.PositiveIntegerField(
-        default=1000, help_text="Ceiling on items leased at once; operators are warned near it."
+        "max in flight",
+        default=1000,
+        help_text="The most items leased at once; operators are warned near it.",
     )
     reviewer_groups = models.ManyToManyField(Group, blank=True, related_name="review_queues")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -399,6 +402,9 @@ class ApiClient(models.Model):
 
     class Meta:
         ordering = ["name"]
+        # As the README spells it (Django would say "Api clients").
+        verbose_name = "API client"
+        verbose_name_plural = "API clients"
 
     def __str__(self) -> str:
         return f"{self.name} ({self.token_prefix}…)"
