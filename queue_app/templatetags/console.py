@@ -7,6 +7,7 @@ from typing import Any
 
 from django import template
 from django.utils.safestring import SafeString
+from django.utils.timesince import timesince
 
 from queue_app.console.evidence import format_amount
 from queue_app.datetimes import time_tag
@@ -36,3 +37,13 @@ def amount(value: Any) -> str:
 def when(value: datetime | None) -> SafeString:
     """Show a moment the one way every page does: local, to the second, zone named."""
     return time_tag(value)
+
+
+@register.filter
+def waited(since: datetime | None, now: datetime) -> str:
+    """Say how long something has waited: "under a minute" rather than "0 minutes"."""
+    if since is None:
+        return ""
+    if (now - since).total_seconds() < 60:
+        return "under a minute"
+    return timesince(since, now)
