@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from django import template
+from django.utils import timezone
 from django.utils.safestring import SafeString
 from django.utils.timesince import timesince
 
@@ -40,10 +41,11 @@ def when(value: datetime | None) -> SafeString:
 
 
 @register.filter
-def waited(since: datetime | None, now: datetime) -> str:
+def waited(since: datetime | None, now: datetime | None = None) -> str:
     """Say how long something has waited: "under a minute" rather than "0 minutes"."""
     if since is None:
         return ""
+    now = now or timezone.now()
     if (now - since).total_seconds() < 60:
         return "under a minute"
     return timesince(since, now)

@@ -101,3 +101,4 @@ def test_ops_labels_hours_and_dead_jobs_in_the_local_zone(queue, alice, root):
     shown = _assert_consistent(html)
     assert _local(decision.created_at) in shown
     assert "last 24 hours (JST)" in html
+    assert "(under a minute ago)" in html and "0\xa0minutes" not in html
