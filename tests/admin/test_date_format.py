@@ -6,7 +6,11 @@ page that still printed UTC, or str(datetime), would show it.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
@@ -102,3 +106,24 @@ def test_ops_labels_hours_and_dead_jobs_in_the_local_zone(queue, alice, root):
     assert _local(decision.created_at) in shown
     assert "last 24 hours (JST)" in html
     assert "(under a minute ago)" in html and "0\xa0minutes" not in html
+
+
+def test_the_zone_comes_from_the_environment():
+    # The real settings module, in a fresh process: TIME_ZONE is read from the environment.
+    script = (
+        "import django; django.setup()\n"
+        "from datetime import UTC, datetime\n"
+        "from queue_app.datetimes import local_text\n"
+        "print(local_text(datetime(2026, 11, 30, 15, 20, 8, 746778, tzinfo=UTC)))\n"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "reviewconsole.settings", "TIME_ZONE": "CET"}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "2026-11-30 16:20:08 CET"
