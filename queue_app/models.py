@@ -17,6 +17,7 @@ from django.contrib.postgres.indexes import BrinIndex
 from django.db import models
 from django.db.models import Q
 
+from queue_app.datetimes import local_text
 from queue_app.jsonutil import ExactDecoder, ExactEncoder
 from queue_app.managers import DecisionManager, ReviewItemManager
 
@@ -66,8 +67,11 @@ class Queue(models.Model):
         blank=True,
         help_text="Name of the environment variable holding the webhook signing secret.",
     )
+    # Called "max in flight" on every page, metric and message (its verbose name).
     max_in_flight = models.PositiveIntegerField(
-        default=1000, help_text="Ceiling on items leased at once; operators are warned near it."
+        "max in flight",
+        default=1000,
+        help_text="The most items leased at once; operators are warned near it.",
     )
     reviewer_groups = models.ManyToManyField(Group, blank=True, related_name="review_queues")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -436,7 +440,7 @@ class ChainVerification(models.Model):
         get_latest_by = "ran_at"
 
     def __str__(self) -> str:
-        return f"Chain {'verified' if self.ok else 'BROKEN'} at {self.ran_at:%Y-%m-%d %H:%M}"
+        return f"Chain {'verified' if self.ok else 'BROKEN'} at {local_text(self.ran_at)}"
 
 
 class ApiScope(models.TextChoices):
@@ -477,6 +481,9 @@ class ApiClient(models.Model):
 
     class Meta:
         ordering = ["name"]
+        # As the README spells it (Django would say "Api clients").
+        verbose_name = "API client"
+        verbose_name_plural = "API clients"
 
     def __str__(self) -> str:
         return f"{self.name} ({self.token_prefix}…)"

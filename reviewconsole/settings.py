@@ -132,9 +132,13 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-us"
-TIME_ZONE = "UTC"
+# Pages show times in this zone, named ("CET"); the database and exports stay in UTC.
+TIME_ZONE = env.str("TIME_ZONE", default="UTC")
 USE_I18N = True
 USE_TZ = True
+# Dates render as "2026-11-30 16:20:08 CET" everywhere (queue_app/datetimes.py): the locale's
+# "Nov. 30, 2026, 4:20 p.m." is replaced, in the viewer's TIME_ZONE, with the zone named.
+FORMAT_MODULE_PATH = ["reviewconsole.formats"]
 
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "staticfiles"

@@ -41,3 +41,40 @@ def test_it_seeds_queues_users_and_items_idempotently(monkeypatch, capsys):
     assert User.objects.get(username="alice").check_password("demo-password-1")
     assert Group.objects.get(name="Admins").permissions.filter(codename="can_overturn").exists()
     assert not User.objects.get(username="alice").is_staff
+
+
+def test_every_demo_reconciliation_adds_up(capsys):
+    call_command("seed_demo")  # the default size, as `make run` seeds it
+
+    recons = ReviewItem.objects.filter(queue__slug="reconciliation")
+    assert recons.count() == 150
+    for item in recons:
+        p = item.payload
+        # The item page shows all three: variance is ledger minus bank, to the cent.
+        assert p["variance_amount"] == p["ledger_amount"] - p["bank_amount"], item.subject
+        if p["match_decision"] == "MATCHED":
+            assert abs(p["variance_amount"]) <= Decimal("2.50"), item.subject
+    assert {p["match_decision"] for p in recons.values_list("payload", flat=True)} == {
+        "MATCHED",
+        "PARTIAL",
+        "UNMATCHED",
+    }
+
+
+def test_demo_applicants_have_distinct_names(capsys):
+    call_command("seed_demo")
+
+    names = [
+        payload["applicant"]["name"]
+        for payload in ReviewItem.objects.filter(queue__slug="kyc").values_list(
+            "payload", flat=True
+        )
+    ]
+    assert len(names) == 150
+    assert len(set(names)) == len(names)
+
+
+def test_demo_names_stay_distinct_past_every_pairing():
+    from queue_app.management.commands.seed_demo import applicant_names
+
+    assert len(set(applicant_names(1000))) == 1000

@@ -26,6 +26,7 @@ from queue_app.api.auth import (
     service_username_taken,
     token_fields,
 )
+from queue_app.datetimes import local_text
 from queue_app.models import ApiClient
 
 TOKEN_ONCE = """{% extends "admin/base_site.html" %}{% load static %}
@@ -102,7 +103,7 @@ class ApiClientAdmin(admin.ModelAdmin):
 
     @admin.display(description="status")
     def status(self, obj: ApiClient) -> str:
-        return f"revoked {obj.revoked_at:%Y-%m-%d %H:%M}" if obj.revoked_at else "active"
+        return f"revoked {local_text(obj.revoked_at)}" if obj.revoked_at else "active"
 
     @transaction.atomic
     def save_model(self, request: HttpRequest, obj: ApiClient, form: Any, change: bool) -> None:

@@ -20,6 +20,7 @@ from queue_app.admin.filters import (
     AppliedFilter,
 )
 from queue_app.admin.forms import OverturnForm
+from queue_app.datetimes import local_text
 from queue_app.errors import ReviewError
 from queue_app.exports import export_lines
 from queue_app.models import (
@@ -65,7 +66,7 @@ def _decision_summary(decision: Decision) -> list[tuple[str, str]]:
             ),
         ),
         ("Decided by", reviewer_as_decided(decision)),
-        ("Decided at", f"{decision.created_at:%Y-%m-%d %H:%M:%S} UTC"),
+        ("Decided at", local_text(decision.created_at)),
     ]
     if decision.note:
         rows.append(("Note", decision.note))

@@ -21,19 +21,27 @@ from queue_app.models import (
 )
 
 
+def _one_line(text: str) -> str:
+    """Return text kept to one line by admin.css, whole in its title for hover."""
+    return format_html('<span class="one-line" title="{}">{}</span>', text, text)
+
+
 @admin.register(ReviewItem)
 class ReviewItemAdmin(ReadOnlyAdmin):
+    # Read at 1366 px (issue 19): subjects and queue names on one line, cut with an ellipsis
+    # and whole on hover; dates never wrap (admin.css). The nav sidebar is left off this one
+    # list so the dates fit beside the filters.
     list_display = (
         "id",
-        "subject",
-        "queue",
+        "subject_line",
+        "queue_name",
         "state",
         "priority",
-        "lease_count",
+        "leases",
         "created_at",
         "decided_at",
     )
-    list_display_links = ("id", "subject")
+    list_display_links = ("id", "subject_line")
     list_select_related = ("queue",)
     list_filter = ("queue", "state", LeaseCountFilter, AgeFilter)
     # Searched by get_search_results below: listed here so the admin shows the search box.
@@ -83,6 +91,27 @@ class ReviewItemAdmin(ReadOnlyAdmin):
         if by_key.exists():
             return by_key, False
         return queryset.filter(subject__icontains=term), False
+
+    class Media:
+        css = {"all": ("reviewadmin/admin.css",)}
+
+    @admin.display(description="subject", ordering="subject")
+    def subject_line(self, item: ReviewItem) -> str:
+        return _one_line(item.subject)
+
+    @admin.display(description="queue", ordering="queue__name")
+    def queue_name(self, item: ReviewItem) -> str:
+        return _one_line(item.queue.name)
+
+    @admin.display(description="leases", ordering="lease_count")
+    def leases(self, item: ReviewItem) -> int:
+        return item.lease_count
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        context = {"is_nav_sidebar_enabled": False, **(extra_context or {})}
+        return super().changelist_view(request, context)
 
     @admin.display(description="Evidence (as the reviewer saw it)")
     def evidence(self, item: ReviewItem) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import OperationalError
-from django.db.models import Count, Min
+from django.db.models import Count, Min, Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -141,17 +141,24 @@ def _item_for(request: HttpRequest, item_id: int) -> ReviewItem:
 def home(request: HttpRequest) -> HttpResponse:
     """List my queues with their backlog, my live leases, and a Next item button each."""
     queues = list(queues_for_user(user=request.user).order_by("name"))
-    # One pass over the pending index gives both figures for every queue at once.
+    now = timezone.now()
+    # One pass over the two claim indexes gives every figure for every queue at once. What
+    # Next item can hand out is pending work and expired leases alike: the button and the
+    # oldest wait go by both, the Pending column by pending items only.
     backlog = {
         row["queue_id"]: row
         for row in ReviewItem.objects.filter(
-            state=ItemState.PENDING, queue_id__in=[q.pk for q in queues]
+            Q(state=ItemState.PENDING) | Q(state=ItemState.LEASED, lease_expires__lt=now),
+            queue_id__in=[q.pk for q in queues],
         )
         .order_by()
         .values("queue_id")
-        .annotate(pending=Count("pk"), oldest=Min("created_at"))
+        .annotate(
+            pending=Count("pk", filter=Q(state=ItemState.PENDING)),
+            waiting=Count("pk"),
+            oldest=Min("created_at"),
+        )
     }
-    now = timezone.now()
     leases = list(
         ReviewItem.objects.filter(
             state=ItemState.LEASED, lease_owner=request.user, lease_expires__gt=now
@@ -164,6 +171,7 @@ def home(request: HttpRequest) -> HttpResponse:
     for queue in queues:
         row = backlog.get(queue.pk, {})
         queue.pending_count = row.get("pending", 0)
+        queue.waiting_count = row.get("waiting", 0)
         queue.oldest_pending = row.get("oldest")
         queue.my_lease = by_queue.get(queue.pk)
     return render(

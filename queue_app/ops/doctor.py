@@ -65,26 +65,26 @@ def check_double_lease(t: Thresholds) -> CheckResult:
 
 
 def check_lease_leak(t: Thresholds, figures: list[QueueFigures]) -> CheckResult:
-    """LEASE_LEAK: no queue has its leased items near the max-in-flight ceiling."""
+    """LEASE_LEAK: no queue has its leased items near its max in flight."""
     near = [
         {
             "queue": f.slug,
             "leased": f.leased,
             "expired": f.expired_leases,
-            "ceiling": f.max_in_flight,
+            "max_in_flight": f.max_in_flight,
         }
         for f in figures
         if f.max_in_flight and f.leased >= f.max_in_flight * LEASE_LEAK_RATIO
     ]
     if not near:
         return CheckResult(
-            "LEASE_LEAK", True, f"Every queue is below {LEASE_LEAK_RATIO:.0%} of its ceiling."
+            "LEASE_LEAK", True, f"Every queue is below {LEASE_LEAK_RATIO:.0%} of its max in flight."
         )
     return CheckResult(
         "LEASE_LEAK",
         False,
-        "Leased items near the ceiling: "
-        + ", ".join(f"{n['queue']} {n['leased']}/{n['ceiling']}" for n in near),
+        "Leased items near max in flight: "
+        + ", ".join(f"{n['queue']} {n['leased']}/{n['max_in_flight']}" for n in near),
         details=near,
         advice="Leases are taken and not closed: look for a client claiming batches it never "
         "decides, or a lease TTL far above the handling time (see /ops/).",

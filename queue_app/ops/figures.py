@@ -54,7 +54,9 @@ class QueueFigures:
     oldest_pending_age: timedelta | None = None
     # Open items (pending or leased) by lease_count: 0, 1, ... TOP_LEASE_BUCKET (and above).
     lease_histogram: list[int] = field(default_factory=lambda: [0] * (TOP_LEASE_BUCKET + 1))
+    # Reviewer verdicts (approve, reject, escalate) per hour; overturns are counted apart.
     decisions_per_hour: list[tuple[datetime, int]] = field(default_factory=list)
+    overturns_last_window: int = 0
     ttd_samples: int = 0
     ttd_p50: timedelta | None = None
     ttd_p90: timedelta | None = None
@@ -165,11 +167,14 @@ def read_snapshot(*, window_hours: int = WINDOW_HOURS) -> OpsSnapshot:
     queues = _read_open_work()
 
     hourly: dict[int, list[tuple[datetime, int]]] = defaultdict(list)
+    overturns: dict[int, int] = defaultdict(int)
     for row in fetch_dicts(sql.DECISIONS_PER_HOUR, {"hours": window_hours}):
         hourly[row["queue_id"]].append((row["hour"], row["decisions"]))
+        overturns[row["queue_id"]] += row["overturns"]
     for queue_id, series in hourly.items():
         if queue_id in queues:
             queues[queue_id].decisions_per_hour = series
+            queues[queue_id].overturns_last_window = overturns[queue_id]
 
     for row in fetch_dicts(sql.TIME_TO_DECISION, {"hours": window_hours}):
         if (figures := queues.get(row["queue_id"])) is not None:

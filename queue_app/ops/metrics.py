@@ -36,7 +36,7 @@ class SnapshotCollector(Collector):
         pending = _gauge("items_pending", "Items waiting for a reviewer.", q)
         leased = _gauge("items_leased", "Items under a lease (live or expired).", q)
         expired = _gauge("leases_expired", "Leases past their expiry, not yet re-claimed.", q)
-        ceiling = _gauge("max_in_flight", "The queue's ceiling on items leased at once.", q)
+        ceiling = _gauge("max_in_flight", "The queue's max in flight (items leased at once).", q)
         oldest = _gauge(
             "oldest_pending_age_seconds", "Age of the oldest pending item (0 when none).", q
         )
@@ -51,6 +51,11 @@ class SnapshotCollector(Collector):
         window = _gauge(
             "decisions_window", f"Reviewer verdicts in the last {snap.window_hours} hours.", q
         )
+        overturns = _gauge(
+            "overturns_window",
+            f"Overturns in the last {snap.window_hours} hours (not counted as decisions).",
+            q,
+        )
         ttd = _gauge(
             "handling_time_seconds",
             f"Claim-to-decision time percentiles over the last {snap.window_hours} hours.",
@@ -64,7 +69,8 @@ class SnapshotCollector(Collector):
         )
         reasons = _gauge(
             "reason_code_decisions",
-            f"Decisions per verdict and reason code in the last {snap.window_hours} hours.",
+            f"Reviewer verdicts per verdict and reason code in the last {snap.window_hours} "
+            "hours (overturns not counted, as in decisions_window).",
             ["queue", "verdict", "reason_code"],
         )
         unapplied = _gauge("decisions_unapplied", "Decisions whose effect is not applied yet.", q)
@@ -87,6 +93,7 @@ class SnapshotCollector(Collector):
                 histogram.add_metric([f.slug, bucket], count)
             last_hour.add_metric(label, f.decisions_last_hour)
             window.add_metric(label, f.decisions_last_window)
+            overturns.add_metric(label, f.overturns_last_window)
             # No sample rather than a made-up zero when a queue has no decisions yet.
             for quantile, value in (("0.5", f.ttd_p50), ("0.9", f.ttd_p90), ("0.99", f.ttd_p99)):
                 if value is not None:
@@ -102,8 +109,8 @@ class SnapshotCollector(Collector):
             lag.add_metric(label, _secs(f.oldest_unapplied_age))
             dead.add_metric(label, f.dead_jobs)
         yield from (
-            pending, leased, expired, ceiling, oldest, histogram, last_hour, window, ttd, ttl,
-            suggested, reasons, unapplied, overdue, lag, dead,
+            pending, leased, expired, ceiling, oldest, histogram, last_hour, window, overturns,
+            ttd, ttl, suggested, reasons, unapplied, overdue, lag, dead,
         )  # fmt: skip
 
 

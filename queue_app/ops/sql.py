@@ -39,20 +39,22 @@ SELECT queue_id, bucket,
 
 # Decisions per hour over the last %(hours)s hours, every queue times every hour (zeros
 # included, so a chart never has gaps). Every window over decisions starts at the same hour
-# boundary, so the figures on one page add up. Reviewer verdicts only: overturns are corrections,
-# not throughput.
+# boundary, so the figures on one page add up. "Decisions" are reviewer verdicts only: overturns
+# are corrections, not throughput, and are counted apart (REASON_SHARES leaves them out too).
 DECISIONS_PER_HOUR = """
 WITH hours AS (
     SELECT generate_series(date_trunc('hour', now()) - make_interval(hours => %(hours)s - 1),
                            date_trunc('hour', now()), interval '1 hour') AS hour
 ), counts AS (
-    SELECT queue_id, date_trunc('hour', created_at) AS hour, count(*) AS decisions
+    SELECT queue_id, date_trunc('hour', created_at) AS hour,
+           count(*) FILTER (WHERE verdict <> 'overturn') AS decisions,
+           count(*) FILTER (WHERE verdict = 'overturn') AS overturns
       FROM queue_app_decision
      WHERE created_at >= date_trunc('hour', now()) - make_interval(hours => %(hours)s - 1)
-       AND verdict <> 'overturn'
      GROUP BY 1, 2
 )
-SELECT q.id AS queue_id, h.hour, coalesce(c.decisions, 0) AS decisions
+SELECT q.id AS queue_id, h.hour, coalesce(c.decisions, 0) AS decisions,
+       coalesce(c.overturns, 0) AS overturns
   FROM queue_app_queue AS q
  CROSS JOIN hours AS h
   LEFT JOIN counts AS c ON c.queue_id = q.id AND c.hour = h.hour
@@ -86,13 +88,15 @@ SELECT d.queue_id,
 """
 
 # Which reasons dominate each verdict, per queue, over the window: count and share of the
-# verdict's decisions (overturns included: which corrections are made is worth seeing).
+# verdict's decisions. Reviewer verdicts only, counted exactly as DECISIONS_PER_HOUR counts
+# them, so a queue's reason counts add up to its decision count; overturns are counted apart.
 REASON_SHARES = """
 SELECT d.queue_id, d.verdict, r.code, r.label, count(*) AS decisions,
        count(*)::float8 / sum(count(*)) OVER (PARTITION BY d.queue_id, d.verdict) AS share
   FROM queue_app_decision AS d
   JOIN queue_app_reasoncode AS r ON r.id = d.reason_code_id
  WHERE d.created_at >= date_trunc('hour', now()) - make_interval(hours => %(hours)s - 1)
+   AND d.verdict <> 'overturn'
  GROUP BY d.queue_id, d.verdict, r.code, r.label
  ORDER BY d.queue_id, d.verdict, decisions DESC, r.code
 """

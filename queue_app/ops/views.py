@@ -14,9 +14,11 @@ from django.db import DatabaseError, connection
 from django.db.migrations.loader import MigrationLoader
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
+from queue_app.datetimes import zone_abbreviation
 from queue_app.ops.charts import Bar, bar_chart, share_bar
 from queue_app.ops.figures import (
     LEASE_LEAK_RATIO,
@@ -69,7 +71,11 @@ def _queue_panel(figures: QueueFigures) -> dict[str, object]:
     )
     per_hour = bar_chart(
         title=f"{figures.name}: decisions per hour",
-        bars=[Bar(f"{hour:%H}", count) for hour, count in figures.decisions_per_hour],
+        # Hours in the viewer's zone, as every other time on the page.
+        bars=[
+            Bar(f"{timezone.localtime(hour):%H}", count)
+            for hour, count in figures.decisions_per_hour
+        ],
         width=560,
         label_every=3,
     )
@@ -112,6 +118,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "alert_minutes": int(snapshot.unapplied_alert_after.total_seconds() // 60),
         "min_samples": MIN_SAMPLES_FOR_TTL,
         "headroom": TTL_HEADROOM,
+        "zone": zone_abbreviation(),
     }
     return render(request, "ops/dashboard.html", context)
 

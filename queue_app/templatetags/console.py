@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django import template
+from django.utils import timezone
+from django.utils.safestring import SafeString
+from django.utils.timesince import timesince
 
 from queue_app.console.evidence import format_amount
+from queue_app.datetimes import time_tag
 
 register = template.Library()
 
@@ -27,3 +32,20 @@ def mmss(seconds: Any) -> str:
 def amount(value: Any) -> str:
     """Format a number exactly, with thousands separators (never through float)."""
     return format_amount(value)
+
+
+@register.filter
+def when(value: datetime | None) -> SafeString:
+    """Show a moment the one way every page does: local, to the second, zone named."""
+    return time_tag(value)
+
+
+@register.filter
+def waited(since: datetime | None, now: datetime | None = None) -> str:
+    """Say how long something has waited: "under a minute" rather than "0 minutes"."""
+    if since is None:
+        return ""
+    now = now or timezone.now()
+    if (now - since).total_seconds() < 60:
+        return "under a minute"
+    return timesince(since, now)

@@ -298,3 +298,19 @@ def test_a_lapsed_lease_nobody_took_is_renewed_when_the_page_opens(
     item.refresh_from_db()
     assert item.lease_owner_id == alice.pk
     assert ItemEvent.objects.filter(item=item, kind=ItemEventKind.RENEWED).exists()
+
+
+def test_the_home_page_offers_nothing_to_press_on_an_empty_queue(
+    page: Page, live_server, alice, queue
+):
+    (item,) = make_items(queue, 1)
+    browser_login(page, live_server, "alice")
+
+    empty = page.locator('tr[data-queue="escalation"]')
+    expect(empty.locator(".next-button")).to_have_text("Nothing waiting")
+    expect(empty.locator(".next-button")).to_be_disabled()
+    expect(empty.locator(".oldest-waiting")).to_have_text("—")
+    expect(page.locator('tr[data-queue="kyc"] .oldest-waiting')).to_have_text("under a minute")
+
+    page.keyboard.press("n")  # goes to the queue with work, whatever the order
+    page.wait_for_url(f"{live_server.url}/items/{item.pk}/")

@@ -28,7 +28,7 @@ def test_it_lists_my_queues_with_pending_counts(alice_client: Client, queue):
     html = alice_client.get("/").content.decode()
     kyc = row(html, "kyc")
     assert '<td class="num pending-count">3</td>' in kyc
-    assert "0\xa0minutes" in kyc  # age of the oldest pending item
+    assert "under a minute" in kyc  # age of the oldest pending item, never "0 minutes"
     assert 'action="/queues/kyc/next/"' in kyc
     assert '<td class="num pending-count">0</td>' in row(html, "escalation")
 
@@ -87,3 +87,37 @@ def test_its_query_count_does_not_grow_with_queues_or_items(
         claim_next(queue=extra, reviewer=alice)
     assert queries() == before
     assert before <= 5
+
+
+def test_an_empty_queue_offers_no_next_item_and_no_wait(alice_client: Client, queue):
+    make_items(queue, 1)
+    html = alice_client.get("/").content.decode()
+
+    empty = row(html, "escalation")
+    assert 'action="/queues/escalation/next/"' not in empty
+    assert re.search(r"<button[^>]*disabled[^>]*>Nothing waiting</button>", empty)
+    assert re.search(r'<td class="oldest-waiting"><span[^>]*>&mdash;</span></td>', empty)
+    assert "minute" not in empty
+    assert 'action="/queues/kyc/next/"' in row(html, "kyc")
+
+
+def test_an_expired_lease_is_work_waiting(alice_client: Client, bob, queue):
+    make_items(queue, 1)
+    taken = claim_next(queue=queue, reviewer=bob)
+    assert "Nothing waiting" in row(alice_client.get("/").content.decode(), "kyc")
+
+    backdate_lease(taken.pk)  # bob walked away: Next item would hand it to alice
+    kyc = row(alice_client.get("/").content.decode(), "kyc")
+
+    assert '<td class="num pending-count">0</td>' in kyc
+    assert 'action="/queues/kyc/next/"' in kyc
+    assert "Nothing waiting" not in kyc
+
+
+def test_my_own_lease_keeps_next_item_on_offer(alice_client: Client, alice, queue):
+    make_items(queue, 1)
+    claim_next(queue=queue, reviewer=alice)
+
+    kyc = row(alice_client.get("/").content.decode(), "kyc")
+
+    assert 'action="/queues/kyc/next/"' in kyc

@@ -17,7 +17,7 @@ from django.test import Client
 
 from queue_app.models import Queue, ReviewItem
 from queue_app.services import claim_batch, claim_next
-from tests.conftest import backdate_lease, screenshot
+from tests.conftest import backdate_lease, make_items, screenshot
 from tests.ops.conftest import age_item, backdate_decision, decide_after, mark_applied, mark_dead
 
 REASONS = {
@@ -137,3 +137,38 @@ def test_ops_dashboard_renders_with_demo_traffic(live_server, page):
     assert page.locator(".ops-dead tr[data-decision]").count() == 1
     screenshot(page, "ops-dashboard")
     assert errors == []
+
+
+# For each column of the page's tables: the header's text-align and its first cell's.
+ALIGNMENTS = """
+() => [...document.querySelectorAll('.ops-summary, .ops-dead table')].flatMap(table => {
+  const heads = [...table.querySelectorAll('thead th')];
+  const cells = [...table.querySelector('tbody tr').children];
+  return heads.map((th, i) => [th.textContent.trim(),
+                               getComputedStyle(th).textAlign,
+                               getComputedStyle(cells[i]).textAlign]);
+})
+"""
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_ops_headers_line_up_with_their_numbers(live_server, page, queue, alice):
+    [item] = make_items(queue, 1)
+    mark_dead(decide_after(item, alice, seconds=30, reason="verified"))
+    admin = User.objects.create_superuser("root", password="pw-root")
+    client = Client()
+    client.force_login(admin)
+    page.context.add_cookies(
+        [{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}]
+    )
+    page.set_viewport_size({"width": 1366, "height": 900})
+    page.goto(f"{live_server.url}/ops/")
+
+    columns = page.evaluate(ALIGNMENTS)
+
+    numeric = [name for name, _, cell in columns if cell == "right"]
+    assert {"Pending", "Dead jobs", "Decision", "Attempts"} <= set(numeric)
+    side = {"start": "left", "left": "left", "right": "right", "end": "right"}
+    misaligned = [(name, th, cell) for name, th, cell in columns if side[th] != side[cell]]
+    assert misaligned == []

@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth.models import User
 from django.db import connection
 
 from queue_app.models import ReviewItem
 from queue_app.ops.figures import QueueFigures, read_snapshot, suggest_lease_ttl
-from queue_app.services import claim_next
+from queue_app.services import claim_next, overturn_decision
 from tests.conftest import make_items, make_queue
 from tests.ops.conftest import (
     age_item,
@@ -190,3 +191,26 @@ def test_it_counts_unapplied_overdue_and_dead_decisions(queue, alice, settings):
     assert [(job.decision_id, job.queue, job.attempts) for job in snapshot.dead_jobs] == [
         (dead.pk, "kyc", 8)
     ]
+
+
+def test_reason_codes_and_the_decision_count_both_leave_overturns_out(queue, alice):
+    items = make_items(queue, 3)
+    decided = [
+        decide_after(items[0], alice, seconds=10, verdict="approve", reason="verified"),
+        decide_after(items[1], alice, seconds=10, verdict="reject", reason="fraud"),
+        decide_after(items[2], alice, seconds=10, verdict="escalate", reason="policy_gap"),
+    ]
+    overturn_decision(
+        decision_id=decided[0].pk,
+        admin=User.objects.create_superuser("root", password="pw-root"),
+        corrected_verdict="reject",
+        reason_code="reviewer_error",
+    )
+
+    kyc = figures_for("kyc")
+
+    # Three reviewer verdicts; the overturn is a correction, counted apart in both figures.
+    assert kyc.decisions_last_window == 3
+    assert sum(s.decisions for rows in kyc.reason_shares.values() for s in rows) == 3
+    assert "overturn" not in kyc.reason_shares
+    assert kyc.overturns_last_window == 1

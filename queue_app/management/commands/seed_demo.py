@@ -97,11 +97,46 @@ LAST = [
     "Silva",
 ]
 COUNTRIES = ["GB", "DE", "NL", "PL", "ES", "NG", "SE", "IN", "IT", "AE", "JP", "FR", "BR"]
-ENTITIES = ["ACME-CORP", "GLOBEX-LTD", "INITECH-GMBH", "UMBRELLA-BV", "STARK-INC", "WAYNE-ENT"]
+ONBOARDING = [
+    "Onboarded via the mobile app; proof of address uploaded separately.",
+    "Opened in branch; documents scanned by staff at the counter.",
+    "Web onboarding; the first document photo was blurred and a second one was requested.",
+    "Existing customer re-verifying after a change of name.",
+    "Business owner verified as a director for a new company account.",
+    "Referred by the fraud team after three failed log-ins from a new device.",
+]
+# Ledger entities and the name on the bank line for each.
+ENTITIES = {
+    "ACME-CORP": "Acme Corporation plc",
+    "GLOBEX-LTD": "Globex Ltd",
+    "INITECH-GMBH": "Initech GmbH",
+    "UMBRELLA-BV": "Umbrella B.V.",
+    "STARK-INC": "Stark Industries Inc",
+    "WAYNE-ENT": "Wayne Enterprises",
+}
+RAILS = [
+    "SEPA credit transfer",
+    "Faster Payments",
+    "SWIFT MT103",
+    "Direct debit",
+    "Card settlement",
+]
 
 
-def kyc_item(rng: random.Random, n: int) -> tuple[str, dict]:
-    name = f"{rng.choice(FIRST)} {rng.choice(LAST)}"
+def applicant_names(count: int) -> list[str]:
+    """Return count different names: every first x last pairing once, in a fixed shuffle."""
+    pairs = [(first, last) for first in FIRST for last in LAST]
+    random.Random(1129).shuffle(pairs)
+    names = []
+    for n in range(count):
+        first, last = pairs[n % len(pairs)]
+        # Past every pairing (256), a middle initial keeps names apart: A., B., ...
+        initial = n // len(pairs)
+        names.append(f"{first} {chr(64 + initial)}. {last}" if initial else f"{first} {last}")
+    return names
+
+
+def kyc_item(rng: random.Random, name: str) -> tuple[str, dict]:
     hits = (
         []
         if rng.random() < 0.7
@@ -130,35 +165,45 @@ def kyc_item(rng: random.Random, n: int) -> tuple[str, dict]:
             "document_authenticity": rng.choice(["pass", "pass", "pass", "review", "fail"]),
         },
         "watchlist_hits": hits,
-        "notes": "Applicant onboarded via mobile app; address proof uploaded separately.",
+        "notes": rng.choice(ONBOARDING),
     }
     return f"KYC check — {name}", payload
 
 
+def _variance(rng: random.Random, match: str, ledger: Decimal) -> Decimal:
+    """How far the bank line is from the ledger, as each kind of exception typically is."""
+    if match == "MATCHED":  # matched on reference; at most a rounding or fee difference
+        return rng.choice([Decimal(0), Decimal(rng.randint(1, 250)) / 100])
+    if match == "PARTIAL":  # paid short (charges, FX) or, now and then, paid twice over
+        return ledger * Decimal(rng.choice([1, 1, 1, -1]) * rng.randint(1, 40)) / 100
+    # UNMATCHED: the ledger entry has no bank line at all, or a bank line has no entry.
+    return ledger if rng.random() < 0.5 else -ledger
+
+
 def reconciliation_item(rng: random.Random, n: int) -> tuple[str, dict]:
-    entity = rng.choice(ENTITIES)
+    entity = rng.choice(list(ENTITIES))
     match = rng.choices(["MATCHED", "PARTIAL", "UNMATCHED"], weights=[3, 4, 3])[0]
-    expected = Decimal(rng.randint(1_000, 50_000_000)) / 100
-    variance = (
-        Decimal(0)
-        if match == "MATCHED" and rng.random() < 0.6
-        else Decimal(rng.randint(-99_999, 99_999)) / 100
-    )
+    ledger = (Decimal(rng.randint(1_000, 50_000_000)) / 100).quantize(Decimal("0.01"))
+    variance = _variance(rng, match, ledger).quantize(Decimal("0.01"))
+    if n == 0:
+        # One item that exercises exact decimals end to end (beyond a float's 15-16 digits).
+        match = "PARTIAL"
+        ledger, variance = Decimal("12345678901234.67"), Decimal("12345678901234.57")
+    reference = f"BR{rng.randint(100000, 999999)}"
     payload = {
         "ledger_entity": entity,
-        "variance_amount": variance.quantize(Decimal("0.01")),
+        # Variance is ledger minus bank, always: the figures on the item page add up.
+        "variance_amount": variance,
         "match_decision": match,
         "currency": rng.choice(["EUR", "GBP", "USD"]),
-        "ledger_amount": expected.quantize(Decimal("0.01")),
-        "bank_amount": (expected + variance).quantize(Decimal("0.01")),
+        "ledger_amount": ledger,
+        "bank_amount": ledger - variance,
         "statement_date": f"2026-11-{rng.randint(1, 28):02d}",
-        "bank_reference": f"BR{rng.randint(100000, 999999)}",
+        "bank_reference": reference,
+        "counterparty": ENTITIES[entity],
+        "narrative": f"{rng.choice(RAILS)} {entity[:3]}-INV-{rng.randint(10000, 99999)}",
     }
-    if n == 0:
-        # One item that exercises exact decimals end to end.
-        payload["variance_amount"] = Decimal("12345678901234.57")
-        payload["ledger_amount"] = Decimal("0.10")
-    return f"{entity} statement {payload['bank_reference']} ({match})", payload
+    return f"{reference} — {entity}, {match.lower()}", payload
 
 
 class Command(BaseCommand):
@@ -236,10 +281,13 @@ class Command(BaseCommand):
             user.groups.add(admins if is_admin else reviewers)
 
         rng = random.Random(20261129)
+        names = applicant_names(items)
         made = 0
         for n in range(items):
-            for slug, builder in (("kyc", kyc_item), ("reconciliation", reconciliation_item)):
-                subject, payload = builder(rng, n)
+            for slug in ("kyc", "reconciliation"):
+                subject, payload = (
+                    kyc_item(rng, names[n]) if slug == "kyc" else reconciliation_item(rng, n)
+                )
                 _, created = create_item(
                     queue=queues[slug],
                     subject=subject,

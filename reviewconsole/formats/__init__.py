@@ -1,0 +1,1 @@
+"""Format overrides for Django's own rendering of dates (FORMAT_MODULE_PATH)."""
