@@ -60,6 +60,7 @@ class QueueForm(forms.ModelForm):
             "description",
             "lease_ttl",
             "max_in_flight",
+            "release_skip",
             "escalation_threshold",
             "escalation_queue",
             "effect",

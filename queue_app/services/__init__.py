@@ -25,6 +25,7 @@ from queue_app.services.leases import (
     BATCH_TTL_RANGE,
     claim_batch,
     claim_next,
+    explain_stale_lease,
     release_lease,
     renew_lease,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "create_item",
     "database_now",
     "escalate_abandoned",
+    "explain_stale_lease",
     "find_completed_decision",
     "item_decisions",
     "overturn_decision",
