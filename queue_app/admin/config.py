@@ -12,7 +12,7 @@ from django.utils import timezone
 from queue_app.admin.filters import (
     RetiredFilter,
 )
-from queue_app.admin.forms import QueueForm
+from queue_app.admin.forms import QueueForm, ReasonCodeForm
 from queue_app.models import (
     EvidenceRule,
     Queue,
@@ -56,6 +56,7 @@ class QueueAdmin(admin.ModelAdmin):
 
 @admin.register(ReasonCode)
 class ReasonCodeAdmin(admin.ModelAdmin):
+    form = ReasonCodeForm
     list_display = ("code", "label", "verdict", "queue", "is_default", "is_active", "retired_at")
     list_select_related = ("queue",)
     list_filter = ("queue", "verdict", RetiredFilter)

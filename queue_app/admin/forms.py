@@ -77,3 +77,34 @@ class QueueForm(forms.ModelForm):
         if escalation is not None and self.instance.pk and escalation.pk == self.instance.pk:
             self.add_error("escalation_queue", "A queue cannot escalate to itself.")
         return cleaned
+
+
+class ReasonCodeForm(forms.ModelForm):
+    """A reason code; at most one safe default per queue and verdict, said in words.
+
+    The database enforces it too (reasoncode_one_default_per_verdict); queue and verdict are
+    read-only on an existing code, so the model's own constraint check would skip it here.
+    """
+
+    class Meta:
+        model = ReasonCode
+        fields = ("queue", "verdict", "code", "label", "is_default")
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        queue_id = cleaned["queue"].pk if cleaned.get("queue") else self.instance.queue_id
+        verdict = cleaned.get("verdict") or self.instance.verdict
+        if cleaned.get("is_default") and queue_id and verdict:
+            other = (
+                ReasonCode.objects.filter(queue_id=queue_id, verdict=verdict, is_default=True)
+                .select_related("queue")
+                .exclude(pk=self.instance.pk)
+                .first()
+            )
+            if other is not None:
+                self.add_error(
+                    "is_default",
+                    f"{other.queue} already has a safe default reason for this verdict: "
+                    f"{other.label} ({other.code}). Unmark it first.",
+                )
+        return cleaned

@@ -46,9 +46,7 @@ def test_a_release_and_a_new_next_in_another_tab_says_the_newer_lease_holds(
     assert not Decision.objects.exists()
 
 
-def test_a_release_then_someone_else_taking_it_says_both(
-    alice_client: Client, alice, bob, queue
-):
+def test_a_release_then_someone_else_taking_it_says_both(alice_client: Client, alice, bob, queue):
     (item,) = make_items(queue, 1)
     claim_next(queue=queue, reviewer=alice)
     page = form(item)
