@@ -13,6 +13,10 @@ from queue_app.services import NOTE_MAX_LENGTH, reason_codes_for
 class OverturnForm(forms.Form):
     """Corrected verdict, an overturn reason from the queue's closed set, and a note."""
 
+    # Every field is required: the labels say so and the inputs carry `required`, so the
+    # browser asks before anything is posted (the server checks again regardless).
+    required_css_class = "required"
+
     corrected_verdict = forms.ChoiceField(
         label="Corrected verdict",
         choices=[(v.value, v.label) for v in CORRECTED_VERDICTS],
@@ -22,7 +26,8 @@ class OverturnForm(forms.Form):
     reason_code = forms.ModelChoiceField(
         label="Overturn reason",
         queryset=ReasonCode.objects.none(),
-        empty_label=None,
+        # Nothing preselected: the admin chooses (and the browser asks, `required`).
+        empty_label="Choose an overturn reason…",
         help_text="From this queue's active overturn reasons.",
     )
     note = forms.CharField(
