@@ -110,3 +110,10 @@ def test_concurrent_claims_after_releases_never_share_an_item(queue, alice, bob,
     assert None not in held and len(set(held)) == 2
     owners = dict(ReviewItem.objects.filter(state="leased").values_list("pk", "lease_owner_id"))
     assert owners == {held[0]: alice.pk, held[1]: bob.pk}
+
+
+def test_the_database_refuses_a_negative_skip_window(queue):
+    from django.db import IntegrityError, transaction
+
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Queue.objects.filter(pk=queue.pk).update(release_skip=timedelta(minutes=-1))
