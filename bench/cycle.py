@@ -59,6 +59,7 @@ def pgbench_script(*, queue_id: int, reason_code: str, first_user: int, users: i
         "ttl": "interval '600 seconds'",
         "limit": "1",
         "max_leases": "2147483647",
+        "release_skip": "interval '900 seconds'",
         "is_superuser": "false",
     }
     lease = {**common, "item_id": ":c_id", "lease_token": "(:c_lease_token)::uuid"}

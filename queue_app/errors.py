@@ -16,9 +16,21 @@ class ReviewError(Exception):
 
 
 class StaleLease(ReviewError):
+    """A fenced write refused: the lease named is no longer the caller's.
+
+    ``what`` says why, when it is known (services.explain_stale_lease reads the item's state
+    and events): released_by_you, taken, decided, decided_by_you, escalated, reopened, held.
+    """
+
     message = (
         "This item was reassigned or decided while you had it open; your decision was not recorded."
     )
+    what = "stale"
+
+    def __init__(self, message: str | None = None, what: str | None = None) -> None:
+        super().__init__(message)
+        if what:
+            self.what = what
 
 
 class EvidenceChanged(ReviewError):

@@ -175,6 +175,7 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         is_superuser: bool,
         ttl: timedelta,
         max_leases: int,
+        release_skip: timedelta,
         lock_timeout_ms: int,
         statement_timeout_ms: int,
     ) -> tuple[bool, ReviewItem | None, ReviewItem | None]:
@@ -193,6 +194,7 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
             "statement_timeout": f"{statement_timeout_ms}ms",
             "ttl": ttl,
             "max_leases": max_leases,
+            "release_skip": release_skip,
         }
         guard, renewed, claimed = run_together(
             [
@@ -250,7 +252,14 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         return bool(rows[0]["allowed"])
 
     def claim(
-        self, *, queue_id: int, owner_id: int, limit: int, ttl: timedelta, max_leases: int
+        self,
+        *,
+        queue_id: int,
+        owner_id: int,
+        limit: int,
+        ttl: timedelta,
+        max_leases: int,
+        release_skip: timedelta,
     ) -> list[ReviewItem]:
         return fetch_instances(
             self.model,
@@ -261,7 +270,7 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
                 "limit": limit,
                 "ttl": ttl,
                 "max_leases": max_leases,
-                "one_lease_per_owner": False,
+                "release_skip": release_skip,
             },
         )
 

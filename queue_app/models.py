@@ -14,6 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.contrib.postgres.indexes import BrinIndex
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
@@ -73,6 +74,13 @@ class Queue(models.Model):
         default=1000,
         help_text="The most items leased at once; operators are warned near it.",
     )
+    release_skip = models.DurationField(
+        default=timedelta(minutes=15),
+        help_text=(
+            "After a reviewer releases an item, how long their Next item offers them other work "
+            "first (the item comes back to them sooner only when nothing else is waiting)."
+        ),
+    )
     reviewer_groups = models.ManyToManyField(Group, blank=True, related_name="review_queues")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -87,6 +95,9 @@ class Queue(models.Model):
             ),
             models.CheckConstraint(
                 condition=~Q(escalation_queue=models.F("id")), name="queue_not_own_escalation"
+            ),
+            models.CheckConstraint(
+                condition=Q(release_skip__gte=timedelta(0)), name="queue_release_skip_not_negative"
             ),
         ]
 
@@ -109,10 +120,29 @@ class ReasonCode(models.Model):
     retired_at = models.DateTimeField(
         null=True, blank=True, help_text="Retired codes are hidden from new decisions."
     )
+    is_default = models.BooleanField(
+        "safe default",
+        default=False,
+        help_text=(
+            "Preselect this reason when a reviewer picks its verdict. At most one per queue and "
+            "verdict; leave every reason of a verdict unmarked when they differ in consequence "
+            "(the reviewer then has to choose)."
+        ),
+    )
 
     class Meta:
         ordering = ["queue", "verdict", "code"]
         constraints = [
+            # A verdict has at most one preselected reason in a queue.
+            models.UniqueConstraint(
+                fields=["queue", "verdict"],
+                condition=Q(is_default=True),
+                name="reasoncode_one_default_per_verdict",
+                violation_error_message=(
+                    "This queue already has a safe default reason for this verdict; unmark it "
+                    "first."
+                ),
+            ),
             models.UniqueConstraint(
                 fields=["queue", "verdict", "code"], name="reasoncode_unique_per_queue_verdict"
             ),
@@ -128,6 +158,50 @@ class ReasonCode(models.Model):
 
     def __str__(self) -> str:
         return f"{self.label} ({self.code})"
+
+
+class RuleTest(models.TextChoices):
+    DATE_PAST = "date_past", "is a date in the past"
+    IN_LIST = "in_list", "is one of (comma-separated)"
+    BELOW = "below", "is a number below"
+    ABOVE = "above", "is a number above"
+
+
+class EvidenceRule(models.Model):
+    """A queue's warning on one payload field: when the test matches, the item page says so."""
+
+    queue = models.ForeignKey(Queue, on_delete=models.CASCADE, related_name="evidence_rules")
+    path = models.CharField(
+        max_length=200,
+        help_text="Dotted path into the payload, e.g. document.expires or checks.0.result.",
+    )
+    test = models.CharField(max_length=16, choices=RuleTest.choices)
+    value = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="The list (comma-separated) or the threshold (an exact number); empty for dates.",
+    )
+    message = models.CharField(
+        max_length=200, help_text='What the reviewer reads, e.g. "Document has expired".'
+    )
+
+    class Meta:
+        ordering = ["queue", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(test__in=[t.value for t in RuleTest]), name="evidencerule_test_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.path} {self.get_test_display()} {self.value}".strip()
+
+    def clean(self) -> None:
+        from queue_app.rules import rule_errors
+
+        errors = rule_errors(path=self.path, test=self.test, value=self.value)
+        if errors:
+            raise ValidationError(errors)
 
 
 class ReviewItem(models.Model):
@@ -175,6 +249,12 @@ class ReviewItem(models.Model):
         on_delete=models.PROTECT,
         related_name="escalation_item",
     )
+    # Who last gave the item back, and when: their Next item passes it over for the queue's
+    # release_skip (sql._CLAIM), so a release means "not me, not now".
+    released_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    released_at = models.DateTimeField(null=True, blank=True)
 
     objects = ReviewItemManager()
 

@@ -92,6 +92,8 @@ RETURNING i.*
 # - the UPDATE re-checks nothing because the row lock is held from selection to stamp, and
 #   the new random token fences every later write by the previous holder.
 # Items already leased %(max_leases)s times are left for the escalation sweep.
+# Pending items the claimer released less than %(release_skip)s ago come last: they are taken
+# only when nothing else is pending for them (fresh, then skipped; both on item_pending_claim).
 # {gate} is a condition checked once, before anything is locked (see CLAIM_NEXT_ITEM).
 # The claimed/reclaimed events are written in the same statement (one round trip).
 _CLAIM = """
@@ -107,21 +109,42 @@ WITH expired AS MATERIALIZED (
 ), fresh AS MATERIALIZED (
     -- The outer LIMIT changes nothing but the planner's estimate: without it the UPDATE below
     -- is planned for "10%% of the pending rows" and joins them by a sequential scan.
+    -- Rows this claimer released within the queue's release_skip are passed over here: a
+    -- release means "not me, not now", so others get them first (see skipped, below).
     SELECT id, previous_owner_id FROM (
         SELECT id, NULL::bigint AS previous_owner_id
           FROM queue_app_reviewitem
          WHERE queue_id = %(queue_id)s AND state = 'pending'
            AND lease_count < %(max_leases)s
+           AND (released_by_id IS DISTINCT FROM %(owner_id)s
+                OR released_at <= now() - %(release_skip)s::interval)
            AND {gate}
          ORDER BY priority DESC, created_at
          LIMIT {limit} - (SELECT count(*) FROM expired)
            FOR UPDATE SKIP LOCKED
     ) AS unclaimed
     LIMIT {limit}
+), skipped AS MATERIALIZED (
+    -- The claimer's own recent releases, only when nothing else was found: LIMIT 0 (the usual
+    -- case) returns before the index is read at all. Same partial index, same order.
+    SELECT id, previous_owner_id FROM (
+        SELECT id, NULL::bigint AS previous_owner_id
+          FROM queue_app_reviewitem
+         WHERE queue_id = %(queue_id)s AND state = 'pending'
+           AND lease_count < %(max_leases)s
+           AND released_by_id = %(owner_id)s AND released_at > now() - %(release_skip)s::interval
+           AND {gate}
+         ORDER BY priority DESC, created_at
+         LIMIT {limit} - (SELECT count(*) FROM expired) - (SELECT count(*) FROM fresh)
+           FOR UPDATE SKIP LOCKED
+    ) AS released_by_me
+    LIMIT {limit}
 ), picked AS (
     SELECT id, previous_owner_id FROM expired
     UNION ALL
     SELECT id, previous_owner_id FROM fresh
+    UNION ALL
+    SELECT id, previous_owner_id FROM skipped
 ), claimed AS (
     UPDATE queue_app_reviewitem AS i
        SET state = 'leased',
@@ -180,11 +203,13 @@ WITH renewed AS (
 SELECT lease_expires FROM renewed
 """
 
-# Give a leased item back to the queue, fenced by its token.
+# Give a leased item back to the queue, fenced by its token. Who released it and when are
+# kept on the row: the releaser's next claims pass it over for the queue's release_skip.
 RELEASE_LEASE = """
 WITH released AS (
     UPDATE queue_app_reviewitem
-       SET state = 'pending', lease_owner_id = NULL, lease_token = NULL, lease_expires = NULL
+       SET state = 'pending', lease_owner_id = NULL, lease_token = NULL, lease_expires = NULL,
+           released_by_id = %(owner_id)s, released_at = now()
      WHERE id = %(item_id)s AND state = 'leased'
        AND lease_token = %(lease_token)s AND lease_owner_id = %(owner_id)s
  RETURNING id

@@ -67,6 +67,7 @@ def test_claim_uses_the_pending_and_leased_partial_indexes(queue, alice):
             "limit": 1,
             "ttl": timedelta(minutes=5),
             "max_leases": 3,
+            "release_skip": timedelta(minutes=15),
         },
     )
     _assert_walks_partial_indexes(plan)
@@ -89,6 +90,7 @@ def test_the_cached_plan_of_next_item_walks_the_same_indexes(queue, alice):
         "owner_id": alice.pk,
         "ttl": "5 minutes",
         "max_leases": 3,
+        "release_skip": "15 minutes",
         "is_superuser": False,
     }
     with connection.cursor() as cursor:

@@ -14,9 +14,19 @@ from queue_app.admin.filters import (
 )
 from queue_app.admin.forms import QueueForm, ReasonCodeForm, reason_code_in_use
 from queue_app.models import (
+    EvidenceRule,
     Queue,
     ReasonCode,
 )
+
+
+class EvidenceRuleInline(admin.TabularInline):
+    """The queue's warnings on payload fields; each rule is checked when saved (model clean)."""
+
+    model = EvidenceRule
+    extra = 0
+    fields = ("path", "test", "value", "message")
+    verbose_name = "evidence warning rule"
 
 
 @admin.register(Queue)
@@ -34,9 +44,10 @@ class QueueAdmin(admin.ModelAdmin):
     list_select_related = ("escalation_queue",)
     search_fields = ("slug", "name")
     filter_horizontal = ("reviewer_groups",)
+    inlines = (EvidenceRuleInline,)
     fieldsets = (
         (None, {"fields": ("slug", "name", "description")}),
-        ("Leases", {"fields": ("lease_ttl", "max_in_flight")}),
+        ("Leases", {"fields": ("lease_ttl", "max_in_flight", "release_skip")}),
         ("Escalation", {"fields": ("escalation_threshold", "escalation_queue")}),
         ("Effect", {"fields": ("effect", "webhook_url", "webhook_secret_env")}),
         ("Access", {"fields": ("reviewer_groups",)}),
@@ -45,7 +56,8 @@ class QueueAdmin(admin.ModelAdmin):
 
 @admin.register(ReasonCode)
 class ReasonCodeAdmin(admin.ModelAdmin):
-    list_display = ("code", "label", "verdict", "queue", "is_active", "retired_at")
+    form = ReasonCodeForm
+    list_display = ("code", "label", "verdict", "queue", "is_default", "is_active", "retired_at")
     list_select_related = ("queue",)
     list_filter = ("queue", "verdict", RetiredFilter)
     search_fields = ("code", "label")

@@ -208,6 +208,10 @@ class DecisionAdmin(ReadOnlyAdmin):
             "queue_app.can_overturn"
         ):
             raise PermissionDenied
+        superseded_by = Decision.objects.filter(supersedes_id=decision.pk).first()
+        if superseded_by is not None:
+            # Already overturned: no form (the service would refuse it); point at what stands.
+            return self._already_overturned(request, decision, superseded_by)
         form = OverturnForm(request.POST or None, decision=decision)
         # Four eyes: someone who may not overturn in this chain is told why, and offered no
         # form (a forced POST is refused the same way; the service and the database would too).
@@ -244,3 +248,24 @@ class DecisionAdmin(ReadOnlyAdmin):
             "media": self.media + form.media,
         }
         return TemplateResponse(request, "admin/queue_app/decision/overturn.html", context)
+
+    def _already_overturned(
+        self, request: HttpRequest, decision: Decision, superseded_by: Decision
+    ) -> HttpResponse:
+        standing = services.standing_decision(item=decision.item_id)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": f"Decision #{decision.pk} was already overturned",
+            "decision": decision,
+            "summary": _decision_summary(decision),
+            "superseded_by": superseded_by,
+            "standing": standing,
+            "standing_overturn_url": (
+                self._overturn_url_for(request, standing) if standing is not None else None
+            ),
+        }
+        status = 409 if request.method == "POST" else 200
+        return TemplateResponse(
+            request, "admin/queue_app/decision/overturn.html", context, status=status
+        )

@@ -13,6 +13,10 @@ from queue_app.services import NOTE_MAX_LENGTH, reason_codes_for
 class OverturnForm(forms.Form):
     """Corrected verdict, an overturn reason from the queue's closed set, and a note."""
 
+    # Every field is required: the labels say so and the inputs carry `required`, so the
+    # browser asks before anything is posted (the server checks again regardless).
+    required_css_class = "required"
+
     corrected_verdict = forms.ChoiceField(
         label="Corrected verdict",
         choices=[(v.value, v.label) for v in CORRECTED_VERDICTS],
@@ -22,7 +26,8 @@ class OverturnForm(forms.Form):
     reason_code = forms.ModelChoiceField(
         label="Overturn reason",
         queryset=ReasonCode.objects.none(),
-        empty_label=None,
+        # Nothing preselected: the admin chooses (and the browser asks, `required`).
+        empty_label="Choose an overturn reason…",
         help_text="From this queue's active overturn reasons.",
     )
     note = forms.CharField(
@@ -60,6 +65,7 @@ class QueueForm(forms.ModelForm):
             "description",
             "lease_ttl",
             "max_in_flight",
+            "release_skip",
             "escalation_threshold",
             "escalation_queue",
             "effect",
@@ -84,11 +90,17 @@ def reason_code_in_use(reason: ReasonCode) -> bool:
 
 
 class ReasonCodeForm(forms.ModelForm):
-    """A reason code; the label can change only until a decision uses the code."""
+    """A reason code: its label changes only until a decision uses it, and at most one safe
+    default per queue and verdict, said in words.
+
+    The database enforces both (the reasoncode_frozen_once_used trigger and the
+    reasoncode_one_default_per_verdict index); queue and verdict are read-only on an existing
+    code, so the model's own constraint check would skip the second here.
+    """
 
     class Meta:
         model = ReasonCode
-        fields = ("queue", "verdict", "code", "label")
+        fields = ("queue", "verdict", "code", "label", "is_default")
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
@@ -104,4 +116,19 @@ class ReasonCodeForm(forms.ModelForm):
                 "Decisions already use this code, so its label is frozen: past decisions show "
                 "the wording they were made with. Retire it and add a new code instead.",
             )
+        queue_id = cleaned["queue"].pk if cleaned.get("queue") else self.instance.queue_id
+        verdict = cleaned.get("verdict") or self.instance.verdict
+        if cleaned.get("is_default") and queue_id and verdict:
+            other = (
+                ReasonCode.objects.filter(queue_id=queue_id, verdict=verdict, is_default=True)
+                .select_related("queue")
+                .exclude(pk=self.instance.pk)
+                .first()
+            )
+            if other is not None:
+                self.add_error(
+                    "is_default",
+                    f"{other.queue} already has a safe default reason for this verdict: "
+                    f"{other.label} ({other.code}). Unmark it first.",
+                )
         return cleaned

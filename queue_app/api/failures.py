@@ -78,7 +78,9 @@ _HTTP_CODES = {
 
 def _review_error(request: HttpRequest, exc: errors.ReviewError) -> HttpResponse:
     status, code = next((s, c) for cls, s, c in _REVIEW_ERRORS if isinstance(exc, cls))
-    return error_response(request, status, code, exc.message)
+    # The code stays stable; a refused fence says what happened in details (released, taken…).
+    details = {"what": exc.what} if isinstance(exc, errors.StaleLease) else None
+    return error_response(request, status, code, exc.message, details)
 
 
 def _api_problem(request: HttpRequest, exc: ApiProblem) -> HttpResponse:

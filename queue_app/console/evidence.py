@@ -15,6 +15,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from queue_app.jsonutil import exact_dumps
+from queue_app.rules import EvidenceWarning
 
 # The keys that make a payload a reconciliation exception (seed_demo and upstream feeds).
 RECONCILIATION_KEYS = ("ledger_entity", "variance_amount", "match_decision")
@@ -35,6 +36,17 @@ class Amount:
     negative: bool
     zero: bool
     emphasis: bool = False
+    warning: str = ""
+
+
+@dataclass(frozen=True)
+class ShownWarning:
+    """A warning as the top of the evidence lists it: the field, its value, the rule's words."""
+
+    path: str
+    label: str
+    value: SafeString
+    message: str
 
 
 @dataclass
@@ -47,6 +59,7 @@ class EvidenceView:
     match: str = ""
     currency: str = ""
     amounts: list[Amount] = field(default_factory=list)
+    warnings: list[ShownWarning] = field(default_factory=list)
 
 
 def as_decimal(value: Any) -> Decimal | None:
@@ -89,8 +102,30 @@ def humanize_key(key: Any) -> str:
     return text[:1].upper() + text[1:] if text else str(key)
 
 
-def render_value(value: Any, depth: int = 0) -> SafeString:
-    """Render any JSON value as escaped, nested HTML (definition lists and lists)."""
+def _child(path: str, key: Any) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+def _warned_row(path: str, warned: dict[str, list[str]], body: SafeString) -> SafeString:
+    """A row of the nested view; a field a rule warns about carries the rule's words."""
+    messages = warned.get(path)
+    if not messages:
+        return body
+    return format_html(
+        '{}<p class="ev-warning-text">{}</p>',
+        body,
+        format_html_join("", "<span>{}</span>", ((m,) for m in messages)),
+    )
+
+
+def render_value(
+    value: Any, depth: int = 0, path: str = "", warned: dict[str, list[str]] | None = None
+) -> SafeString:
+    """Render any JSON value as escaped, nested HTML (definition lists and lists).
+
+    warned maps a dotted path to the rule wordings that matched there: those rows are marked.
+    """
+    warned = warned or {}
     if value is None:
         return format_html('<span class="ev-empty">{}</span>', "none")
     if isinstance(value, bool):
@@ -108,24 +143,38 @@ def render_value(value: Any, depth: int = 0) -> SafeString:
     if isinstance(value, dict):
         if not value:
             return format_html('<span class="ev-empty">{}</span>', "none")
+        rows = []
+        # Alphabetical: jsonb hands keys back shortest-first, which reads as random.
+        for k, v in sorted(value.items(), key=lambda kv: str(kv[0])):
+            child = _child(path, k)
+            inner = _warned_row(child, warned, render_value(v, depth + 1, child, warned))
+            rows.append(
+                format_html(
+                    '<div class="ev-row{}" data-path="{}"><dt title="{}">{}</dt><dd>{}</dd></div>',
+                    " ev-warning" if child in warned else "",
+                    child,
+                    str(k),
+                    humanize_key(k),
+                    inner,
+                )
+            )
         return format_html(
-            '<dl class="ev-dict">{}</dl>',
-            format_html_join(
-                "",
-                '<div class="ev-row"><dt title="{}">{}</dt><dd>{}</dd></div>',
-                # Alphabetical: jsonb hands keys back shortest-first, which reads as random.
-                (
-                    (str(k), humanize_key(k), render_value(v, depth + 1))
-                    for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))
-                ),
-            ),
+            '<dl class="ev-dict">{}</dl>', format_html_join("", "{}", ((r,) for r in rows))
         )
     if isinstance(value, list | tuple):
         if not value:
             return format_html('<span class="ev-empty">{}</span>', "none")
+        items = []
+        for i, v in enumerate(value):
+            child = _child(path, i)
+            inner = _warned_row(child, warned, render_value(v, depth + 1, child, warned))
+            # Plain <li> unless a rule flags it (list positions are rarely rule targets).
+            attrs = (
+                format_html(' class="ev-warning" data-path="{}"', child) if child in warned else ""
+            )
+            items.append(format_html("<li{}>{}</li>", attrs, inner))
         return format_html(
-            '<ol class="ev-list">{}</ol>',
-            format_html_join("", "<li>{}</li>", ((render_value(v, depth + 1),) for v in value)),
+            '<ol class="ev-list">{}</ol>', format_html_join("", "{}", ((i,) for i in items))
         )
     return format_html('<span class="ev-text">{}</span>', str(value))
 
@@ -135,10 +184,29 @@ def is_reconciliation(payload: Any) -> bool:
     return isinstance(payload, dict) and all(key in payload for key in RECONCILIATION_KEYS)
 
 
-def evidence_view(payload: Any) -> EvidenceView:
-    """Return the rendering of a payload: a reconciliation summary, or the generic view."""
+def _label(path: str) -> str:
+    return " \u203a ".join(humanize_key(part) for part in path.split("."))
+
+
+def evidence_view(payload: Any, warnings: list[EvidenceWarning] | None = None) -> EvidenceView:
+    """Return the rendering of a payload: a reconciliation summary, or the generic view.
+
+    warnings (from queue_app.rules) are listed at the top and mark the fields they concern.
+    """
+    warnings = warnings or []
+    warned: dict[str, list[str]] = {}
+    for warning in warnings:
+        warned.setdefault(warning.path, []).append(warning.message)
+    shown = [
+        ShownWarning(
+            path=w.path, label=_label(w.path), value=render_value(w.value), message=w.message
+        )
+        for w in warnings
+    ]
     if not is_reconciliation(payload):
-        return EvidenceView(kind="generic", details=render_value(payload))
+        return EvidenceView(
+            kind="generic", details=render_value(payload, warned=warned), warnings=shown
+        )
     amounts = []
     for key, label in RECONCILIATION_AMOUNTS:
         if key not in payload:
@@ -152,6 +220,7 @@ def evidence_view(payload: Any) -> EvidenceView:
                 negative=bool(number is not None and number < 0),
                 zero=bool(number is not None and number == 0),
                 emphasis=variance,
+                warning=" ".join(warned.get(key, [])),
             )
         )
     rest = {k: v for k, v in payload.items() if k not in {k for k, _ in RECONCILIATION_AMOUNTS}}
@@ -163,5 +232,6 @@ def evidence_view(payload: Any) -> EvidenceView:
         match=str(payload["match_decision"]),
         currency=str(payload.get("currency", "")),
         amounts=amounts,
-        details=render_value(rest),
+        details=render_value(rest, warned=warned),
+        warnings=shown,
     )

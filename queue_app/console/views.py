@@ -38,6 +38,7 @@ from queue_app.errors import (
 from queue_app.evidence import evidence_hash
 from queue_app.forms import DecisionForm, LeaseForm
 from queue_app.models import REVIEW_VERDICTS, ItemState, Queue, ReasonCode, ReviewItem
+from queue_app.rules import warnings_for
 from queue_app.services import (
     claim_next,
     queues_for_user,
@@ -211,7 +212,9 @@ def _render_item(
         "title": item.subject,
         "item": item,
         "queue": item.queue,
-        "evidence": evidence_view(item.payload),
+        "evidence": evidence_view(
+            item.payload, warnings_for(item.payload, item.queue.evidence_rules.all())
+        ),
         "decisions": list(item.decisions.select_related("reviewer", "reason_code")),
         "mine": mine,
         "held_by_other": held_by_other,

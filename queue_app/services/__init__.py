@@ -26,6 +26,7 @@ from queue_app.services.leases import (
     BATCH_TTL_RANGE,
     claim_batch,
     claim_next,
+    explain_stale_lease,
     release_lease,
     renew_lease,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "create_item",
     "database_now",
     "escalate_abandoned",
+    "explain_stale_lease",
     "find_completed_decision",
     "four_eyes_refusal",
     "item_decisions",

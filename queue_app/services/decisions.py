@@ -40,6 +40,7 @@ from queue_app.services._common import (
     logger,
     parse_token,
 )
+from queue_app.services.leases import explain_stale_lease
 
 
 def reason_codes_for(*, queue: Queue | int, verdict: str) -> QuerySet[ReasonCode]:
@@ -107,6 +108,9 @@ def submit_decision(
         if is_missing_reason(exc):
             raise InvalidReason() from None
         raise
+    except StaleLease:
+        # Rolled back by now: say what happened to the item instead of a generic refusal.
+        raise explain_stale_lease(item_id=item_id, user=reviewer) from None
     logger.info(
         "decision recorded",
         extra=log_extra(

@@ -9,7 +9,15 @@ from django.conf import settings
 from django.db import transaction
 
 from queue_app.errors import InvalidBounds, NotPermitted, StaleLease
-from queue_app.models import Queue, ReviewItem
+from queue_app.models import (
+    Decision,
+    ItemEvent,
+    ItemEventKind,
+    ItemState,
+    Queue,
+    ReviewItem,
+    Verdict,
+)
 from queue_app.services._common import User, guard_timeouts, log_extra, logger, parse_token
 from queue_app.services.access import user_can_review
 
@@ -35,6 +43,7 @@ def claim_next(*, queue: Queue, reviewer: User) -> ReviewItem | None:
             is_superuser=reviewer.is_superuser,
             ttl=queue.lease_ttl,
             max_leases=_max_leases(queue),
+            release_skip=queue.release_skip,
             lock_timeout_ms=settings.REVIEW_LOCK_TIMEOUT_MS,
             statement_timeout_ms=settings.REVIEW_STATEMENT_TIMEOUT_MS,
         )
@@ -70,7 +79,12 @@ def claim_batch(*, queue: Queue, worker: User, n: int, ttl: timedelta) -> list[R
     with transaction.atomic():
         guard_timeouts()
         items = ReviewItem.objects.claim(
-            queue_id=queue.pk, owner_id=worker.pk, limit=n, ttl=ttl, max_leases=_max_leases(queue)
+            queue_id=queue.pk,
+            owner_id=worker.pk,
+            limit=n,
+            ttl=ttl,
+            max_leases=_max_leases(queue),
+            release_skip=queue.release_skip,
         )
     logger.info(
         "batch claimed", extra=log_extra(queue=queue.slug, reviewer=worker.pk, count=len(items))
@@ -90,7 +104,7 @@ def renew_lease(*, item_id: int, reviewer: User, lease_token: uuid.UUID | str) -
             item_id=item_id, lease_token=token, owner_id=reviewer.pk, ttl=queue.lease_ttl
         )
     if expires is None:
-        raise StaleLease()
+        raise explain_stale_lease(item_id=item_id, user=reviewer)
     return expires
 
 
@@ -103,5 +117,98 @@ def release_lease(*, item_id: int, reviewer: User, lease_token: uuid.UUID | str)
             item_id=item_id, lease_token=token, owner_id=reviewer.pk
         )
     if not released:
-        raise StaleLease()
+        raise explain_stale_lease(item_id=item_id, user=reviewer)
     logger.info("item released", extra=log_extra(item_id=item_id, reviewer=reviewer.pk))
+
+
+NOTHING_RECORDED = "Nothing from this page was recorded."
+_LEASE_EVENTS = (
+    ItemEventKind.CLAIMED,
+    ItemEventKind.RECLAIMED,
+    ItemEventKind.RELEASED,
+    ItemEventKind.AUTO_ESCALATED,
+)
+
+
+def _name(user: object) -> str:
+    return user.get_short_name() or user.get_username()  # type: ignore[attr-defined]
+
+
+def explain_stale_lease(*, item_id: int, user: User) -> StaleLease:
+    """A StaleLease that says what happened to the item since the user's lease on it.
+
+    Read after the refused write rolled back, from the item's state, its lease events since
+    the user last claimed it, and its decision: released by you, taken by someone else,
+    decided, escalated, or opened again by you in another tab.
+    """
+    item = ReviewItem.objects.select_related("lease_owner").filter(pk=item_id).first()
+    if item is None:
+        return StaleLease()
+    events = list(
+        ItemEvent.objects.filter(item_id=item_id, kind__in=_LEASE_EVENTS)
+        .order_by("at", "id")
+        .values_list("kind", "actor_id")
+    )
+    claims = [
+        i
+        for i, (kind, actor) in enumerate(events)
+        if actor == user.pk and kind in (ItemEventKind.CLAIMED, ItemEventKind.RECLAIMED)
+    ]
+    since = events[claims[-1] + 1 :] if claims else events
+    released_by_me = any(k == ItemEventKind.RELEASED and a == user.pk for k, a in since)
+
+    if item.state == ItemState.DECIDED:
+        decision = (
+            Decision.objects.select_related("reviewer")
+            .filter(item_id=item_id)
+            .exclude(verdict=Verdict.OVERTURN)
+            .first()
+        )
+        if decision is not None and decision.reviewer_id == user.pk:
+            return StaleLease(
+                f"You already decided this item ({decision.get_verdict_display().lower()}), "
+                f"perhaps in another tab. {NOTHING_RECORDED}",
+                "decided_by_you",
+            )
+        if decision is not None and decision.verdict == Verdict.ESCALATE:
+            return StaleLease(
+                f"{_name(decision.reviewer)} escalated this item while you had it open. "
+                f"{NOTHING_RECORDED}",
+                "escalated",
+            )
+        who = _name(decision.reviewer) if decision is not None else "Someone else"
+        return StaleLease(
+            f"{who} decided this item while you had it open. {NOTHING_RECORDED}", "decided"
+        )
+    if any(kind == ItemEventKind.AUTO_ESCALATED for kind, _ in since):
+        return StaleLease(
+            "This item was moved to the escalation queue after being left undecided too often. "
+            + NOTHING_RECORDED,
+            "escalated",
+        )
+    if item.state == ItemState.LEASED and item.lease_owner_id == user.pk:
+        return StaleLease(
+            "You have this item open again under a newer lease (another tab or a later Next "
+            f"item); carry on there, or reload this page. {NOTHING_RECORDED}",
+            "reopened",
+        )
+    if item.state == ItemState.LEASED:
+        other = _name(item.lease_owner)
+        if released_by_me:
+            message, what = f"You released this item and {other} has taken it since.", "taken"
+        elif claims:
+            message, what = f"{other} took this item after your lease ran out.", "taken"
+        else:
+            message, what = f"{other} is reviewing this item; it is not yours to decide.", "held"
+        return StaleLease(f"{message} {NOTHING_RECORDED}", what)
+    if released_by_me:
+        return StaleLease(
+            "You released this item (perhaps in another tab), so it went back to the queue. "
+            + NOTHING_RECORDED,
+            "released_by_you",
+        )
+    if any(kind == ItemEventKind.RELEASED for kind, _ in since):
+        return StaleLease(
+            f"This item was released back to the queue. {NOTHING_RECORDED}", "released"
+        )
+    return StaleLease()

@@ -129,9 +129,20 @@
     }
     const current = select.selectedOptions[0];
     if (verdict && (!current || current.dataset.verdict !== verdict)) {
-      const first = select.querySelector(`option[data-verdict="${verdict}"]`);
-      select.value = first ? first.value : "";
+      // Never guess: reasons of one verdict can differ in consequence (a sanctions match is
+      // not an expired document). Only a reason the queue marked as its safe default is
+      // filled in; otherwise the reviewer chooses.
+      const safe = select.querySelector(`option[data-verdict="${verdict}"][data-default]`);
+      select.value = safe ? safe.value : "";
     }
+    showMissingReason(form, false);
+  }
+
+  /* Say, next to the list, that a reason has to be chosen (nothing is submitted). */
+  function showMissingReason(form, show) {
+    const note = document.getElementById("reason-missing");
+    if (note) note.hidden = !show;
+    if (show) form.elements.reason_code.focus();
   }
 
   function chooseVerdict(form, verdict) {
@@ -183,7 +194,8 @@
     } else if (key === "Enter" && live && submitsOnEnter(form, event.target)) {
       if (form.querySelector("input[name=verdict]:checked")) {
         event.preventDefault();
-        form.requestSubmit();
+        if (!form.elements.reason_code.value) showMissingReason(form, true);
+        else form.requestSubmit();
       }
     } else if (key === "n") {
       // On the home page: the first of my queues that has work waiting.
@@ -211,6 +223,10 @@
         radio.addEventListener("change", () => filterReasons(form));
       }
       filterReasons(form);
+      const select = form.elements.reason_code;
+      select.addEventListener("change", () => showMissingReason(form, false));
+      // A click on Submit with no reason: the browser refuses (required); say it in the page.
+      select.addEventListener("invalid", () => showMissingReason(form, true));
       form.addEventListener("submit", () => {
         // One decision per click: a double-click would come back as a stale lease.
         setTimeout(() => {

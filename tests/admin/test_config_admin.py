@@ -26,6 +26,10 @@ def _queue_form(**fields) -> dict:
         "effect": "log",
         "webhook_url": "",
         "webhook_secret_env": "",
+        "release_skip": "00:15:00",
+        # The evidence-rule inline's management form (no rules).
+        "evidence_rules-TOTAL_FORMS": "0",
+        "evidence_rules-INITIAL_FORMS": "0",
         **fields,
     }
 

@@ -84,8 +84,8 @@ def test_it_refuses_an_already_superseded_decision_with_a_form_error(approved, c
     page = client.get(_url(approved)).content.decode()
     assert "This decision no longer stands" in page
     response = _post(client, approved, corrected_verdict="approve")
-    assert response.status_code == 200
-    assert "That decision has already been overturned" in response.content.decode()
+    assert response.status_code == 409
+    assert "it has already been overturned by" in response.content.decode()
     assert Decision.objects.filter(supersedes=approved).count() == 1
     assert Decision.objects.count() == 2
 
@@ -232,3 +232,28 @@ def test_an_admin_cannot_overturn_a_decision_of_a_client_they_created(queue, com
     # Another admin sees the form and may overturn.
     page = client_for(root).get(reverse("admin:queue_app_decision_change", args=[decision.pk]))
     assert "Overturn this decision" in page.content.decode()
+
+
+def test_an_overturned_decision_offers_no_form_and_links_the_overturn_that_stands(
+    approved, compliance, root
+):
+    overturn = overturn_decision(
+        decision_id=approved.pk,
+        admin=root,
+        corrected_verdict="reject",
+        reason_code="reviewer_error",
+    )
+    page = client_for(compliance).get(_url(approved)).content.decode()
+    assert 'id="overturn-form"' not in page
+    change = reverse("admin:queue_app_decision_change", args=[overturn.pk])
+    assert f'<a href="{change}">overturn #{overturn.pk}</a>' in page
+    # The overturn that stands may itself be overturned (by someone who did not record it).
+    assert f'<a href="{_url(overturn)}">overturn #{overturn.pk}</a> instead' in page
+
+
+def test_the_overturn_form_marks_every_field_required_before_submit(approved, compliance):
+    page = client_for(compliance).get(_url(approved)).content.decode()
+    assert "novalidate" not in page
+    assert page.count('class="required-mark"') == 4  # the legend and three labels
+    assert '<textarea name="note" cols="60" rows="4" maxlength="10000" required' in page
+    assert '<select name="reason_code" required' in page

@@ -70,7 +70,9 @@ def test_it_refuses_a_stale_lease_with_409(api, queue, leased, bob):
     reply = api.post(f"/items/{leased['id']}/decision", decision_body(leased))
     assert reply.status == 409
     assert reply.body["error"]["code"] == "stale_lease"
-    assert "reassigned" in reply.body["error"]["message"]
+    # The code stays stale_lease; the message and details say what happened.
+    assert "took this item after your lease ran out" in reply.body["error"]["message"]
+    assert reply.body["error"]["details"] == {"what": "taken"}
     assert not Decision.objects.exists()
 
 

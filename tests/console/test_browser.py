@@ -10,7 +10,6 @@ import pytest
 from django.db import transaction
 from playwright.sync_api import Page, expect
 
-from queue_app.errors import StaleLease
 from queue_app.models import Decision, ItemEvent, ItemEventKind, Queue, ReviewItem
 from queue_app.services import claim_next
 from tests.conftest import backdate_lease, make_items, make_queue, screenshot
@@ -119,6 +118,7 @@ def test_two_reviewers_pressing_next_together_never_get_the_same_item(
     # Both decide at once; each decision claims the next item on the server, racing again.
     for page in pages:
         page.locator("label[for=verdict-approve]").click()
+        page.get_by_label("Reason").select_option("verified")
     for page in pages:
         page.evaluate("document.getElementById('decision-form').requestSubmit()")
     for page, old in zip(pages, held, strict=True):
@@ -148,8 +148,11 @@ def test_a_stale_tab_is_refused_and_nothing_is_written(page: Page, live_server, 
     assert claim_next(queue=queue, reviewer=bob).pk == item.pk
 
     page.locator("label[for=verdict-approve]").click()
+    page.get_by_label("Reason").select_option("verified")
     page.get_by_role("button", name="Submit decision").click()
-    expect(page.locator(".messagelist")).to_contain_text(StaleLease.message)
+    expect(page.locator(".messagelist")).to_contain_text(
+        "Bob took this item after your lease ran out."
+    )
     expect(page.locator("#decision-form")).to_have_count(0)
     expect(page.locator(".lease-status")).to_contain_text("bob is reviewing this item")
     screenshot(page, "console-stale")
@@ -173,7 +176,10 @@ def test_the_heartbeat_tells_at_once_when_someone_else_took_the_item(
         backdate_lease(item.pk)
         assert claim_next(queue=short, reviewer=bob).pk == item.pk
 
-    expect(page.locator("#stale-banner")).to_have_text(StaleLease.message, timeout=10_000)
+    expect(page.locator("#stale-banner")).to_have_text(
+        "bob took this item after your lease ran out. Nothing from this page was recorded.",
+        timeout=10_000,
+    )
     expect(page.locator("#submit-decision")).to_be_disabled()
     expect(page.locator("#verdict-approve")).to_be_disabled()
     assert Decision.objects.count() == 0
@@ -206,6 +212,7 @@ def test_the_heartbeat_keeps_a_lease_alive_well_past_its_ttl(
     assert renewals >= 2
 
     page.locator("label[for=verdict-approve]").click()
+    page.get_by_label("Reason").select_option("verified")
     page.get_by_role("button", name="Submit decision").click()
     page.wait_for_url(f"{live_server.url}/")
     assert Decision.objects.get().item_id == item.pk
@@ -239,14 +246,17 @@ def test_a_decision_can_be_made_with_the_keyboard_only(page: Page, live_server, 
     expect(page.locator("input[name=verdict]:checked")).to_have_count(0)
     page.keyboard.press("Escape")
 
+    # Reject reasons differ in consequence: none is chosen for the reviewer.
     page.keyboard.press("r")
     expect(page.locator("#verdict-reject")).to_be_checked()
-    expect(page.get_by_label("Reason")).to_have_value("document_expired")
+    expect(page.get_by_label("Reason")).to_have_value("")
     page.keyboard.press("ArrowDown")
-    expect(page.get_by_label("Reason")).to_have_value("fraud")
+    expect(page.get_by_label("Reason")).to_have_value("document_expired")
     page.keyboard.press("e")
-    expect(page.get_by_label("Reason")).to_have_value("policy_gap")
+    expect(page.get_by_label("Reason")).to_have_value("")
     page.keyboard.press("r")
+    expect(page.get_by_label("Reason")).to_have_value("")
+    page.keyboard.press("ArrowDown")
     expect(page.get_by_label("Reason")).to_have_value("document_expired")
     page.keyboard.press("Enter")
     page.wait_for_url(f"{live_server.url}/")

@@ -68,7 +68,7 @@ def test_it_rejects_a_stale_token_and_writes_nothing(alice_client: Client, alice
     response = alice_client.post(f"/items/{item.pk}/decide/", stale, follow=True)
     assert response.redirect_chain == [(f"/items/{item.pk}/", 302)]
     html = response.content.decode()
-    assert StaleLease.message in html
+    assert "Bob took this item after your lease ran out." in html
     assert 'id="decision-form"' not in html
     assert not Decision.objects.exists()
     item.refresh_from_db()
@@ -157,7 +157,7 @@ def test_another_reviewer_cannot_use_my_token(bob_client: Client, alice, queue):
     (item,) = make_items(queue, 1)
     claim_next(queue=queue, reviewer=alice)
     response = bob_client.post(f"/items/{item.pk}/decide/", form(item), follow=True)
-    assert StaleLease.message in response.content.decode()
+    assert "Alice is reviewing this item; it is not yours to decide." in (response.content.decode())
     assert not Decision.objects.exists()
 
 

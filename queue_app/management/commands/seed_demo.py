@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from queue_app.admin.permissions import admin_group_permissions
-from queue_app.models import Queue, ReasonCode, Verdict
+from queue_app.models import EvidenceRule, Queue, ReasonCode, RuleTest, Verdict
 from queue_app.services import create_item
 
 REASONS: dict[str, dict[str, list[tuple[str, str]]]] = {
@@ -58,6 +58,25 @@ REASONS: dict[str, dict[str, list[tuple[str, str]]]] = {
         Verdict.REJECT: [("senior_rejected", "Rejected by senior reviewer")],
         Verdict.OVERTURN: [("reviewer_error", "Reviewer error")],
     },
+}
+
+# The one reason per verdict a demo queue preselects. Only approve has one: reject and escalate
+# reasons differ in consequence (a sanctions match is not an expired document), so a reviewer
+# always chooses those.
+SAFE_DEFAULTS = [("kyc", Verdict.APPROVE, "identity_verified")]
+
+# Warnings the item page shows at the top of the evidence (queue_app.rules).
+EVIDENCE_RULES: dict[str, list[tuple[str, str, str, str]]] = {
+    "kyc": [
+        ("document.expires", RuleTest.DATE_PAST, "", "Document has expired"),
+        (
+            "provider.document_authenticity",
+            RuleTest.IN_LIST,
+            "fail",
+            "Document authenticity failed",
+        ),
+        ("provider.liveness_score", RuleTest.BELOW, "0.5", "Liveness score below 0.5"),
+    ],
 }
 
 FIRST = [
@@ -247,6 +266,23 @@ class Command(BaseCommand):
                     ReasonCode.objects.get_or_create(
                         queue=queues[slug], verdict=verdict, code=code, defaults={"label": label}
                     )
+        for slug, verdict, code in SAFE_DEFAULTS:
+            # Only where the queue has no default for the verdict yet (an admin's choice stands).
+            if not ReasonCode.objects.filter(
+                queue=queues[slug], verdict=verdict, is_default=True
+            ).exists():
+                ReasonCode.objects.filter(queue=queues[slug], verdict=verdict, code=code).update(
+                    is_default=True
+                )
+        for slug, rules in EVIDENCE_RULES.items():
+            for path, test, value, message in rules:
+                EvidenceRule.objects.get_or_create(
+                    queue=queues[slug],
+                    path=path,
+                    test=test,
+                    value=value,
+                    defaults={"message": message},
+                )
 
         reviewers, _ = Group.objects.get_or_create(name="Reviewers")
         admins, _ = Group.objects.get_or_create(name="Admins")
