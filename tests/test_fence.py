@@ -10,75 +10,19 @@ against the row as committed (EvalPlanQual).
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import transaction
 
 from queue_app.models import Decision, ReviewItem
 from queue_app.services import claim_next, submit_decision
+from tests.blocking import Session, wait_until_blocked_by_me
 from tests.conftest import backdate_lease, make_items, shown_hash
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-# An upper bound for the other session to reach its lock wait, so a broken test fails instead
-# of hanging; it is never part of what a test asserts.
-BLOCK_WAIT_LIMIT_S = 60
-
-
-class Session:
-    """A call run on its own database connection in a thread; result or error kept for later."""
-
-    def __init__(self, call: Callable[[], Any]) -> None:
-        self._call = call
-        self._connected = threading.Event()
-        self.pid: int | None = None
-        self.result: Any = None
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run)
-
-    def _run(self) -> None:
-        try:
-            connection.ensure_connection()
-            self.pid = connection.connection.info.backend_pid
-            self._connected.set()
-            self.result = self._call()
-        except BaseException as exc:  # handed to the test by outcome()
-            self.error = exc
-        finally:
-            self._connected.set()
-            connections.close_all()
-
-    def start(self) -> None:
-        self._thread.start()
-        assert self._connected.wait(BLOCK_WAIT_LIMIT_S)
-
-    def outcome(self) -> Any:
-        """Wait for the call to end; return its result or raise its error."""
-        self._thread.join(BLOCK_WAIT_LIMIT_S)
-        assert not self._thread.is_alive(), "the second session never finished"
-        if self.error is not None:
-            raise self.error
-        return self.result
-
-
-def wait_until_blocked_by_me(session: Session) -> None:
-    """Return once the session waits for a lock this connection's transaction holds."""
-    deadline = time.monotonic() + BLOCK_WAIT_LIMIT_S
-    with connection.cursor() as cursor:
-        while True:
-            # pg_blocking_pids reads the lock manager directly (no per-transaction stats
-            # snapshot), so polling it from inside the held transaction sees the wait begin.
-            cursor.execute("SELECT pg_backend_pid() = ANY(pg_blocking_pids(%s))", [session.pid])
-            if cursor.fetchone()[0]:
-                return
-            assert session.error is None, session.error
-            assert time.monotonic() < deadline, "the second session never blocked on our lock"
-            time.sleep(0.005)
 
 
 @contextmanager
