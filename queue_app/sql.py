@@ -63,6 +63,12 @@ SELECT set_config('lock_timeout', %(lock_timeout)s, true),
 # Renew and return the reviewer's own live lease in this queue, if there is one: a second
 # Next (another tab, a reload) gets the item already on their screen, with the same token.
 # Nothing for a reviewer who may no longer review the queue.
+# The outer WHERE repeats the lease conditions on purpose. The subquery runs once, on the
+# statement's snapshot; if the row it names is being written by someone else (the first tab's
+# decision, another reviewer re-claiming it after expiry), the UPDATE waits for that lock and
+# then PostgreSQL re-checks only the outer WHERE against the row as committed (EvalPlanQual),
+# never the subquery. Without the repeat the renew would land on a decided row (a check
+# violation) or extend another reviewer's lease and hand over their token.
 RENEW_OWN_LIVE_LEASE = (
     """
 UPDATE queue_app_reviewitem AS i
@@ -74,6 +80,7 @@ UPDATE queue_app_reviewitem AS i
          ORDER BY lease_expires DESC
          LIMIT 1
        )
+   AND i.state = 'leased' AND i.lease_owner_id = %(owner_id)s AND i.lease_expires > now()
    AND """
     + _MAY_REVIEW.format(queue="%(queue_id)s")
     + """

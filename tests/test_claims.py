@@ -139,3 +139,50 @@ def test_claim_batch_takes_expired_leases_first(queue, alice, bob):
         backdate_lease(item.pk)
     got = claim_batch(queue=queue, worker=bob, n=3, ttl=timedelta(seconds=30))
     assert {i.pk for i in held} <= {i.pk for i in got}
+
+
+# -- the token alone fences renew and release: the same owner, a newer or another lease ----------
+
+
+def _reclaimed_by_myself(queue, reviewer):
+    """Claim, let the lease lapse, claim again (a second tab): return (old, new) leases."""
+    old = claim_next(queue=queue, reviewer=reviewer)
+    backdate_lease(old.pk)
+    new = claim_next(queue=queue, reviewer=reviewer)
+    assert (new.pk, new.lease_owner_id) == (old.pk, reviewer.pk)
+    assert new.lease_token != old.lease_token
+    return old, new
+
+
+def test_renew_refuses_my_own_old_token_after_i_reclaimed_the_item(queue, alice):
+    make_items(queue, 1)
+    old, new = _reclaimed_by_myself(queue, alice)
+    with pytest.raises(StaleLease):
+        renew_lease(item_id=old.pk, reviewer=alice, lease_token=old.lease_token)
+    row = ReviewItem.objects.get(pk=old.pk)
+    assert (row.lease_token, row.lease_expires) == (new.lease_token, new.lease_expires)
+    assert not ItemEvent.objects.filter(item_id=old.pk, kind="renewed").exists()
+
+
+def test_release_refuses_my_own_old_token_after_i_reclaimed_the_item(queue, alice):
+    make_items(queue, 1)
+    old, new = _reclaimed_by_myself(queue, alice)
+    with pytest.raises(StaleLease):
+        release_lease(item_id=old.pk, reviewer=alice, lease_token=old.lease_token)
+    row = ReviewItem.objects.get(pk=old.pk)
+    assert (row.state, row.lease_owner_id, row.lease_token) == ("leased", alice.pk, new.lease_token)
+
+
+@pytest.mark.parametrize("action", ["renew", "release"])
+def test_a_worker_cannot_use_the_token_of_one_of_its_leases_on_another(queue, alice, action):
+    # One API client, several processes: each lease is fenced by its own token only.
+    make_items(queue, 2)
+    first, second = claim_batch(queue=queue, worker=alice, n=2, ttl=timedelta(minutes=1))
+    backdate_lease(first.pk, seconds=1)
+    operation = renew_lease if action == "renew" else release_lease
+    with pytest.raises(StaleLease):
+        operation(item_id=first.pk, reviewer=alice, lease_token=second.lease_token)
+    row = ReviewItem.objects.get(pk=first.pk)
+    assert (row.state, row.lease_token) == ("leased", first.lease_token)
+    assert row.lease_expires < second.lease_expires  # not renewed either
+    assert not ItemEvent.objects.filter(kind__in=["renewed", "released"]).exists()

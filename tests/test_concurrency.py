@@ -8,11 +8,13 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.management import call_command
 from django.db import transaction
 
 from queue_app.errors import StaleLease
-from queue_app.models import Decision, ReviewItem
+from queue_app.models import ChainVerification, Decision, ReviewItem
 from queue_app.services import claim_batch, claim_next, submit_decision
+from tests.blocking import Session, wait_until_blocked_by_me
 from tests.conftest import make_items, run_in_threads, shown_hash
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -89,3 +91,54 @@ def test_32_claimers_decide_2000_items_exactly_once(queue, reviewers_group):
     assert stale == []
     assert len(claims) == 2000  # no item was claimed twice: nothing expired in between
     assert len({r for *_, r in decisions}) > 1  # the work really was shared
+
+
+def _decide(item: ReviewItem, reviewer: User) -> Decision:
+    return submit_decision(
+        item_id=item.pk,
+        reviewer=reviewer,
+        lease_token=item.lease_token,
+        verdict="approve",
+        reason_code="verified",
+        evidence_hash=shown_hash(item),
+    )
+
+
+def test_verify_decisions_holds_after_decisions_inserted_at_once(queue, reviewers_group, capsys):
+    make_items(queue, 48)
+    deciders = [User.objects.create_user(f"d{i}") for i in range(6)]
+    for decider in deciders:
+        decider.groups.add(reviewers_group)
+    first_items = [claim_next(queue=queue, reviewer=d) for d in deciders]
+    opener = User.objects.create_user("opener")
+    opener.groups.add(reviewers_group)
+    held = claim_next(queue=queue, reviewer=opener)
+
+    def decide_then_drain(me: User, item: ReviewItem) -> int:
+        decided = 0
+        while item is not None:
+            _decide(item, me)
+            decided += 1
+            item = claim_next(queue=queue, reviewer=me)
+        return decided
+
+    sessions = [
+        Session(lambda me=me, item=item: decide_then_drain(me, item))
+        for me, item in zip(deciders, first_items, strict=True)
+    ]
+    with transaction.atomic():
+        # Hold the chain's head: a decision inserted, not committed. Every decider's first
+        # insert then waits on the chain lock, all at once, and they go on racing afterwards.
+        _decide(held, opener)
+        for session in sessions:
+            session.start()
+        wait_until_blocked_by_me(*sessions)
+    assert sum(session.outcome() for session in sessions) == 47
+
+    call_command("verify_decisions")
+    assert "Decision chain verified: 48 decisions intact." in capsys.readouterr().out
+    assert ChainVerification.objects.get().ok
+    seqs = list(Decision.objects.order_by("chain_seq").values_list("chain_seq", flat=True))
+    assert seqs == list(range(1, 49))
+    assert Decision.objects.get(chain_seq=1).reviewer_id == opener.pk
+    assert len(set(Decision.objects.values_list("reviewer_id", flat=True))) == 7

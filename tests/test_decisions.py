@@ -151,3 +151,52 @@ def test_an_operator_retry_revives_only_a_dead_job(queue, alice, supervisor):
     assert retry_effect_job(decision_id=decision.pk, operator=supervisor) is True
     job = EffectJob.objects.get(pk=decision.pk)
     assert (job.dead, job.attempts) == (False, 0)
+
+
+# -- the token alone fences: the same reviewer, a newer lease -------------------------------------
+# Every other stale-token test also changes the owner, so the owner check alone would pass them.
+
+
+def _reclaimed_by_myself(queue, reviewer):
+    """Claim, let the lease lapse, claim again (a second tab): return (old, new) leases."""
+    old = claim_next(queue=queue, reviewer=reviewer)
+    backdate_lease(old.pk)
+    new = claim_next(queue=queue, reviewer=reviewer)
+    assert (new.pk, new.lease_owner_id) == (old.pk, reviewer.pk)
+    assert new.lease_token != old.lease_token
+    return old, new
+
+
+def test_it_rejects_my_own_old_token_after_i_reclaimed_the_item(queue, alice):
+    make_items(queue, 1)
+    old, new = _reclaimed_by_myself(queue, alice)
+    with pytest.raises(StaleLease):
+        _decide(old, alice)
+    assert Decision.objects.count() == 0
+    row = ReviewItem.objects.get(pk=old.pk)
+    assert (row.state, row.lease_token) == ("leased", new.lease_token)
+    assert _decide(new, alice).lease_token == new.lease_token
+
+
+def test_it_rejects_a_foreign_token_on_an_item_i_hold(queue, alice):
+    import uuid
+
+    make_items(queue, 1)
+    item = claim_next(queue=queue, reviewer=alice)
+    with pytest.raises(StaleLease):
+        _decide(item, alice, lease_token=uuid.uuid4())
+    assert Decision.objects.count() == 0
+    assert ReviewItem.objects.get(pk=item.pk).lease_token == item.lease_token
+
+
+def test_a_worker_cannot_decide_one_of_its_items_with_the_token_of_another(queue, alice):
+    from datetime import timedelta
+
+    from queue_app.services import claim_batch
+
+    make_items(queue, 2)
+    first, second = claim_batch(queue=queue, worker=alice, n=2, ttl=timedelta(minutes=1))
+    with pytest.raises(StaleLease):
+        _decide(first, alice, lease_token=second.lease_token)
+    assert Decision.objects.count() == 0
+    assert set(ReviewItem.objects.values_list("state", flat=True)) == {"leased"}

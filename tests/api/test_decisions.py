@@ -145,3 +145,62 @@ def test_escalating_without_an_escalation_queue_is_422(api, queue, robot_client)
     )
     assert reply.status == 422
     assert reply.body["error"]["code"] == "invalid_verdict"
+
+
+# -- one client, several processes: only the token tells their leases apart -----------------------
+
+
+def _leased_again(api, entry: dict) -> dict:
+    """The lease lapses and the same client leases the item again: the new lease entry."""
+    backdate_lease(entry["id"])
+    (again,) = api.post("/queues/kyc/leases", {"batch_size": 1}).body["items"]
+    assert again["id"] == entry["id"]
+    assert again["lease_token"] != entry["lease_token"]
+    return again
+
+
+def test_the_same_client_cannot_decide_with_the_token_of_its_lapsed_lease(api, leased):
+    newer = _leased_again(api, leased)
+    reply = api.post(f"/items/{leased['id']}/decision", decision_body(leased))
+    assert reply.status == 409
+    assert reply.body["error"]["code"] == "stale_lease"
+    assert not Decision.objects.exists()
+    item = ReviewItem.objects.get()
+    assert (item.state, str(item.lease_token)) == ("leased", newer["lease_token"])
+    assert api.post(f"/items/{leased['id']}/decision", decision_body(newer)).status == 201
+
+
+def test_the_same_client_cannot_release_with_the_token_of_its_lapsed_lease(api, leased):
+    newer = _leased_again(api, leased)
+    reply = api.post(f"/items/{leased['id']}/release", {"lease_token": leased["lease_token"]})
+    assert reply.status == 409
+    assert reply.body["error"]["code"] == "stale_lease"
+    item = ReviewItem.objects.get()
+    assert (item.state, str(item.lease_token)) == ("leased", newer["lease_token"])
+
+
+@pytest.mark.parametrize("action", ["decision", "release"])
+def test_a_token_of_another_of_my_leases_is_refused(api, queue, action):
+    make_items(queue, 2)
+    mine, other = api.post("/queues/kyc/leases", {"batch_size": 2}).body["items"]
+    body = (
+        decision_body(mine, lease_token=other["lease_token"])
+        if action == "decision"
+        else {"lease_token": other["lease_token"]}
+    )
+    reply = api.post(f"/items/{mine['id']}/{action}", body)
+    assert reply.status == 409
+    assert reply.body["error"]["code"] == "stale_lease"
+    assert not Decision.objects.exists()
+    item = ReviewItem.objects.get(pk=mine["id"])
+    assert (item.state, str(item.lease_token)) == ("leased", mine["lease_token"])
+
+
+def test_a_random_token_on_an_item_i_hold_is_refused(api, leased):
+    import uuid
+
+    reply = api.post(
+        f"/items/{leased['id']}/decision", decision_body(leased, lease_token=str(uuid.uuid4()))
+    )
+    assert reply.status == 409
+    assert not Decision.objects.exists()

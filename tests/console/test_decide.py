@@ -174,3 +174,39 @@ def test_escalate_closes_the_item_and_opens_the_next(alice_client: Client, alice
 def test_deciding_needs_a_post(alice_client: Client, alice, queue):
     (item,) = make_items(queue, 1)
     assert alice_client.get(f"/items/{item.pk}/decide/").status_code == 405
+
+
+def test_my_old_tab_cannot_decide_after_my_second_tab_reclaimed_the_item(
+    alice_client: Client, alice, queue
+):
+    # Tab one shows the item; the lease lapses; Next in tab two takes it back with a new token.
+    (item,) = make_items(queue, 1)
+    claim_next(queue=queue, reviewer=alice)
+    old_tab = form(item)
+    backdate_lease(item.pk)
+    assert alice_client.post("/queues/kyc/next/")["Location"] == f"/items/{item.pk}/"
+    new_tab = form(item)
+    assert new_tab["lease_token"] != old_tab["lease_token"]
+
+    response = alice_client.post(f"/items/{item.pk}/decide/", old_tab, follow=True)
+    assert StaleLease.message in response.content.decode()
+    assert not Decision.objects.exists()
+    item.refresh_from_db()
+    assert (item.state, str(item.lease_token)) == ("leased", new_tab["lease_token"])
+    # The tab holding the newer lease still decides.
+    assert alice_client.post(f"/items/{item.pk}/decide/", new_tab).status_code == 302
+    assert str(Decision.objects.get().lease_token) == new_tab["lease_token"]
+
+
+def test_a_foreign_token_on_the_item_i_hold_writes_nothing(alice_client: Client, alice, queue):
+    import uuid
+
+    (item,) = make_items(queue, 1)
+    claim_next(queue=queue, reviewer=alice)
+    response = alice_client.post(
+        f"/items/{item.pk}/decide/", form(item, lease_token=str(uuid.uuid4())), follow=True
+    )
+    assert StaleLease.message in response.content.decode()
+    assert not Decision.objects.exists()
+    item.refresh_from_db()
+    assert (item.state, item.lease_owner_id) == ("leased", alice.pk)

@@ -104,3 +104,55 @@ def test_renew_by_an_outsider_is_not_found(outsider_client, alice, queue):
     )
     assert response.status_code == 404
     assert response.json()["ok"] is False
+
+
+def _reclaimed_in_a_second_tab(client: Client, alice, item: ReviewItem) -> tuple[str, str]:
+    """Alice's lease lapses and her Next in another tab takes the item back: (old, new) token."""
+    claim_next(queue=item.queue, reviewer=alice)
+    old = token_of(item)
+    backdate_lease(item.pk)
+    assert client.post(f"/queues/{item.queue.slug}/next/")["Location"] == f"/items/{item.pk}/"
+    new = token_of(item)
+    assert new != old
+    return old, new
+
+
+def test_my_old_tab_cannot_renew_the_lease_my_second_tab_took(alice_client, alice, queue):
+    (item,) = make_items(queue, 1)
+    old, new = _reclaimed_in_a_second_tab(alice_client, alice, item)
+    backdate_lease(item.pk, seconds=1)  # so a wrongful renew would visibly move it
+    item.refresh_from_db()
+    expires = item.lease_expires
+    response = alice_client.post(f"/items/{item.pk}/renew/", {"lease_token": old}, **JSON)
+    assert response.status_code == 409
+    assert response.json() == {"ok": False, "message": StaleLease.message}
+    item.refresh_from_db()
+    assert (str(item.lease_token), item.lease_expires) == (new, expires)
+    assert not ItemEvent.objects.filter(item=item, kind="renewed").exists()
+
+
+def test_my_old_tab_cannot_release_the_lease_my_second_tab_took(alice_client, alice, queue):
+    (item,) = make_items(queue, 1)
+    old, new = _reclaimed_in_a_second_tab(alice_client, alice, item)
+    response = alice_client.post(f"/items/{item.pk}/release/", {"lease_token": old}, follow=True)
+    assert StaleLease.message in response.content.decode()
+    item.refresh_from_db()
+    assert (item.state, item.lease_owner_id, str(item.lease_token)) == ("leased", alice.pk, new)
+
+
+@pytest.mark.parametrize("action", ["renew", "release"])
+def test_a_foreign_token_on_the_item_i_hold_moves_nothing(alice_client, alice, queue, action):
+    import uuid
+
+    (item,) = make_items(queue, 1)
+    claim_next(queue=queue, reviewer=alice)
+    token = token_of(item)
+    backdate_lease(item.pk, seconds=1)
+    item.refresh_from_db()
+    expires = item.lease_expires
+    response = alice_client.post(
+        f"/items/{item.pk}/{action}/", {"lease_token": str(uuid.uuid4())}, **JSON
+    )
+    assert response.status_code in (302, 409)
+    item.refresh_from_db()
+    assert (item.state, str(item.lease_token), item.lease_expires) == ("leased", token, expires)

@@ -8,10 +8,12 @@ import uuid
 import pytest
 from django.contrib.messages import get_messages
 from django.test import Client
-from hypothesis import event, given
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from queue_app.console.views import NO_SUCH_ITEM
+from queue_app.errors import StaleLease
+from queue_app.models import Decision
 from queue_app.services import claim_next
 from tests.conftest import shown_hash
 from tests.security.conftest import World
@@ -22,6 +24,10 @@ pytestmark = pytest.mark.django_db
 
 DECISION_FIELDS = ["lease_token", "evidence_hash", "verdict", "reason_code", "note"]
 REASONS = ["verified", "within_tolerance", "fraud", "document_expired", "policy_gap"]
+# The same examples on every run: a regression the fuzzing can find is found every time, not in
+# some runs (a forged token on the held item was drawn in about 4 runs of 10). The explicit
+# cases below cover the fence whatever the examples are.
+FIXED = settings(FUZZ, derandomize=True)
 
 
 @pytest.fixture
@@ -52,7 +58,16 @@ def _post(client: Client, item_id: int, action: str, data: dict, **headers: str)
     return client.post(f"/items/{item_id}/{action}/", data, headers=headers)
 
 
-@FUZZ
+def _writes_by(reviewer_id: int) -> list[tuple[int, str, str]]:
+    return [
+        (item_id, str(token), digest)
+        for item_id, token, digest in Decision.objects.filter(reviewer_id=reviewer_id)
+        .order_by("pk")
+        .values_list("item_id", "lease_token", "evidence_hash")
+    ]
+
+
+@FIXED
 @given(data=st.data())
 def test_the_decision_form_survives_hostile_posts(alice_client, world, stage, data):
     # Start from the post the page would send and spoil some of it (none, now and then).
@@ -75,8 +90,10 @@ def test_the_decision_form_survives_hostile_posts(alice_client, world, stage, da
         **{f: data.draw(hostile[f]) if f in spoiled else honest[f] for f in DECISION_FIELDS}
     )
     item_id = data.draw(st.sampled_from(stage["item_ids"])) if "item" in spoiled else world.held.pk
+    alice = world.users["reviewer"]
     with rolled_back() as change:
         response = _post(alice_client, item_id, "decide", posted)
+        written = _writes_by(alice.pk)  # inside the savepoint, before it rolls back
     event(f"decide: {response.status_code}{' wrote' if not change.nothing else ''}")
     assert response.status_code < 500
     assert response.status_code in (200, 302, 400, 404)
@@ -86,11 +103,13 @@ def test_the_decision_form_survives_hostile_posts(alice_client, world, stage, da
         return
     # Something was written: it must be one whole decision on alice's item, and said so.
     assert item_id == world.held.pk and change.one_whole_decision, posted
+    # ... fenced by the lease alice holds and the evidence she was shown, whatever was posted.
+    assert written == [(world.held.pk, str(world.held.lease_token), shown_hash(world.held))], posted
     assert response.status_code == 302
     assert any("Recorded" in str(m) for m in get_messages(response.wsgi_request))
 
 
-@FUZZ
+@FIXED
 @given(data=st.data())
 def test_renew_and_release_survive_hostile_posts(alice_client, world, stage, data):
     honest = data.draw(st.sampled_from(["honest", "forged"])) == "honest"
@@ -117,3 +136,47 @@ def test_renew_and_release_survive_hostile_posts(alice_client, world, stage, dat
     # Only alice's own token on alice's item moves anything; never a decision.
     assert change.nothing or own
     assert change.after.decisions == change.before.decisions
+
+
+# -- the fence, example by example: every foreign token on the item alice holds -------------------
+
+FOREIGN_TOKENS = ["bobs", "robots", "random"]
+
+
+def _foreign(stage: dict[str, object], which: str) -> str:
+    return stage["tokens"][1 + FOREIGN_TOKENS.index(which)]
+
+
+@pytest.mark.parametrize("which", FOREIGN_TOKENS)
+def test_the_decision_form_refuses_a_foreign_token_on_the_held_item(
+    alice_client, world, stage, which
+):
+    posted = {
+        "lease_token": _foreign(stage, which),
+        "evidence_hash": shown_hash(world.held),
+        "verdict": "approve",
+        "reason_code": "verified",
+        "note": "",
+    }
+    with rolled_back() as change:
+        response = _post(alice_client, world.held.pk, "decide", posted)
+    assert change.nothing
+    assert response.status_code == 302
+    assert any(StaleLease.message in str(m) for m in get_messages(response.wsgi_request))
+
+
+@pytest.mark.parametrize("which", FOREIGN_TOKENS)
+@pytest.mark.parametrize("action", ["renew", "release"])
+def test_renew_and_release_refuse_a_foreign_token_on_the_held_item(
+    alice_client, world, stage, action, which
+):
+    with rolled_back() as change:
+        response = _post(
+            alice_client,
+            world.held.pk,
+            action,
+            {"lease_token": _foreign(stage, which)},
+            Accept="application/json",
+        )
+    assert change.nothing
+    assert response.status_code in (302, 409)
