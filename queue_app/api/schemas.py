@@ -18,13 +18,14 @@ from ninja import Schema
 from pydantic import AfterValidator, Field, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
+from queue_app.jsonutil import MAX_NUMBER_DIGITS, number_from_text, number_in_bounds
+
 # The largest request body the API reads, in bytes (a 413 beyond it). Item payloads are
 # evidence for a person to read, not documents; 256 KiB is generous for that.
 MAX_BODY_BYTES = 256 * 1024
-# Nesting and number bounds keep every accepted payload storable as jsonb and renderable.
+# Nesting and number bounds (jsonutil.MAX_NUMBER_DIGITS, for numbers and numeric strings
+# alike) keep every accepted payload storable as jsonb and renderable.
 MAX_PAYLOAD_DEPTH = 32
-# PostgreSQL numeric holds far more, but a number outside this is a mistake, not evidence.
-MAX_NUMBER_EXPONENT = 1000
 
 BATCH_SIZE = (1, 200)
 LEASE_SECONDS = (1, 120)
@@ -93,6 +94,15 @@ def _check_payload(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
+def _number_out_of_range() -> PydanticCustomError:
+    return PydanticCustomError(
+        "number_out_of_range",
+        "numbers must be finite with at most {digits} digits either side of the point "
+        "(numeric strings too)",
+        {"digits": MAX_NUMBER_DIGITS},
+    )
+
+
 def _walk(value: Any, *, depth: int) -> None:
     if depth > MAX_PAYLOAD_DEPTH:
         raise PydanticCustomError(
@@ -100,7 +110,9 @@ def _walk(value: Any, *, depth: int) -> None:
         )
     if isinstance(value, dict):
         for key, item in value.items():
-            _walk(key, depth=depth)
+            problem = _text_problem(key)
+            if problem:
+                raise PydanticCustomError("invalid_text", "keys " + problem)
             _walk(item, depth=depth + 1)
     elif isinstance(value, list):
         for item in value:
@@ -109,13 +121,15 @@ def _walk(value: Any, *, depth: int) -> None:
         problem = _text_problem(value)
         if problem:
             raise PydanticCustomError("invalid_text", "strings " + problem)
-    elif isinstance(value, Decimal):
-        if not value.is_finite() or abs(value.adjusted()) > MAX_NUMBER_EXPONENT:
-            raise PydanticCustomError(
-                "number_out_of_range",
-                "numbers must be finite with at most {digits} digits either side of the point",
-                {"digits": MAX_NUMBER_EXPONENT},
-            )
+        # The console formats a numeric string as an amount, so it gets a number's bounds.
+        number = number_from_text(value)
+        if number is not None and not number_in_bounds(number):
+            raise _number_out_of_range()
+    elif isinstance(value, bool):
+        pass
+    elif isinstance(value, Decimal | int):
+        if not number_in_bounds(value):
+            raise _number_out_of_range()
     elif isinstance(value, float):
         # The exact parser never produces floats; one here means a caller bypassed it.
         raise PydanticCustomError("inexact_number", "numbers must be exact decimals")
