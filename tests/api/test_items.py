@@ -6,6 +6,7 @@ from decimal import Decimal
 
 import pytest
 
+from queue_app.jsonutil import exact_dumps, exact_loads
 from queue_app.models import AppliedDecision, EffectJob, ItemEvent, ReviewItem
 from queue_app.services import claim_next, overturn_decision, submit_decision
 from tests.api.conftest import intake_body
@@ -156,3 +157,43 @@ def test_evidence_replacement_needs_the_intake_scope(queue):
     _, token = make_client("judge", [queue], intake=False)
     reply = caller_for(token).put(f"/items/{item.pk}/evidence", {"payload": {}})
     assert reply.status == 403
+
+
+# Written as JSON text, because these are the spellings the database rewrites: -0.0 is 0.0,
+# 1E+2 is 100, keys come back shortest first, a duplicate key keeps its last value.
+NORMALISED_BY_JSONB = (
+    '{"zeta": -0.0, "exp": 1E+2, "small": 1.5e-3, "scale": 1.10, "neg_zero_int": -0, '
+    '"big": 123456789012345678901234567890123456789, "text": "caf\\u00e9 \\ud83d\\ude00", '
+    '"nested": {"bb": [-0.00, 2E1], "a": 1}, "dup": 1, "dup": 2}'
+)
+
+
+def _raw(api, method: str, path: str, body: str) -> bytes:
+    return api.http.generic(
+        method,
+        f"/api/v1{path}",
+        data=body.encode(),
+        content_type="application/json",
+        headers=api._headers(),
+    ).content
+
+
+def test_the_intake_reply_is_byte_for_byte_what_a_later_get_returns(api):
+    body = exact_dumps(intake_body(payload={})).replace("{}", NORMALISED_BY_JSONB)
+    created = _raw(api, "POST", "/items", body)
+    item_id = exact_loads(created)["id"]
+    fetched = api.http.get(f"/api/v1/items/{item_id}", headers=api._headers()).content
+    assert created == fetched
+    # ... and its evidence hash is the one a reviewer's page shows.
+    assert exact_loads(created)["evidence_hash"] == shown_hash(ReviewItem.objects.get())
+
+
+def test_the_evidence_reply_and_its_event_are_what_a_later_get_returns(api):
+    item_id = api.post("/items", intake_body()).body["id"]
+    replaced = _raw(
+        api, "PUT", f"/items/{item_id}/evidence", f'{{"payload": {NORMALISED_BY_JSONB}}}'
+    )
+    fetched = api.http.get(f"/api/v1/items/{item_id}", headers=api._headers()).content
+    assert replaced == fetched
+    event = ItemEvent.objects.get(item_id=item_id, kind="evidence_replaced")
+    assert event.detail["evidence_hash"] == exact_loads(fetched)["evidence_hash"]
