@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import AfterValidator, Field, WithJsonSchema
+from pydantic import AfterValidator, Field, Strict, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 from queue_app.jsonutil import MAX_NUMBER_DIGITS, number_from_text, number_in_bounds
@@ -43,8 +43,12 @@ def _text_problem(value: str) -> str | None:
     return None
 
 
-def bounded_int(low: int, high: int) -> Any:
-    """Return an int type that must lie in low..high: documented in OpenAPI, checked with a 422."""
+def bounded_int(low: int, high: int, *, strict: bool = True) -> Any:
+    """Return an int type that must lie in low..high: documented in OpenAPI, checked with a 422.
+
+    Strict by default: the schema says integer, so true, "5" and 5.0 are refused rather than
+    read as 1 and 5. Only a path parameter, which is text by nature, is read leniently.
+    """
 
     def check(value: int) -> int:
         if not low <= value <= high:
@@ -55,17 +59,25 @@ def bounded_int(low: int, high: int) -> Any:
 
     return Annotated[
         int,
+        Strict(strict),
         AfterValidator(check),
         WithJsonSchema({"type": "integer", "minimum": low, "maximum": high}),
     ]
 
 
+# Documents the NUL refusal: PostgreSQL text cannot hold NUL, so no text field takes one.
+NO_NUL_PATTERN = "^[^\\u0000]*$"
+
+
 def text(min_length: int, max_length: int, pattern: str | None = None) -> Any:
     """Return a str type bounded in length (and optionally shape), documented and checked."""
     compiled = re.compile(pattern) if pattern else None
-    schema: dict[str, Any] = {"type": "string", "minLength": min_length, "maxLength": max_length}
-    if pattern:
-        schema["pattern"] = f"^{pattern}$"
+    schema: dict[str, Any] = {
+        "type": "string",
+        "minLength": min_length,
+        "maxLength": max_length,
+        "pattern": f"^{pattern}$" if pattern else NO_NUL_PATTERN,
+    }
 
     bounds = {"low": min_length, "high": max_length}
     length_rule = (
@@ -153,7 +165,7 @@ SourceHash = text(1, 128)
 ReasonCodeText = text(1, 64)
 Note = text(0, 10_000)
 EvidenceHash = text(64, 64, "[0-9a-f]{64}")
-ItemId = bounded_int(*ITEM_ID)
+ItemId = bounded_int(*ITEM_ID, strict=False)  # a path parameter
 Priority = bounded_int(*PRIORITY)
 BatchSize = bounded_int(*BATCH_SIZE)
 LeaseSeconds = bounded_int(*LEASE_SECONDS)

@@ -247,3 +247,13 @@ def test_a_replay_into_another_queue_is_a_conflict(api, queue):
     api.post("/items", intake_body())
     reply = api.post("/items", intake_body(queue="aml"))
     assert reply.status == 409
+
+
+@pytest.mark.parametrize("priority", [True, "5", Decimal("5.0"), Decimal("1E+1")])
+def test_it_takes_the_priority_only_as_a_json_integer(api, priority):
+    reply = api.post("/items", intake_body(priority=priority))
+    assert reply.status == 422
+    assert reply.body["error"]["details"] == [
+        {"field": "priority", "type": "int_type", "message": "Input should be a valid integer"}
+    ]
+    assert not ReviewItem.objects.exists()
