@@ -12,6 +12,7 @@ from pathlib import Path
 
 import environ
 from csp.constants import NONE, SELF
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -23,7 +24,19 @@ environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 DATA_DIR = Path(env("REVIEWCONSOLE_DATA_DIR", default=str(BASE_DIR / "var")))
 DEBUG = env("DEBUG")
-SECRET_KEY = env("SECRET_KEY", default="dev-only-insecure-key-set-SECRET_KEY-in-production")
+SECRET_KEY = env("SECRET_KEY", default="")
+if not SECRET_KEY:
+    if not DEBUG:
+        # A key everyone can read in this file signs every session and password-reset link:
+        # production must not start on it, and nothing else would stop it (check --deploy
+        # accepts any long key).
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set and DEBUG is off. Set SECRET_KEY in the environment (or in "
+            ".env) to a long random value, e.g. the output of: python -c 'import secrets; "
+            "print(secrets.token_urlsafe(50))'. For development, set DEBUG=true instead."
+        )
+    # Development only. The django-insecure- prefix makes `check --deploy` flag it (W009).
+    SECRET_KEY = "django-insecure-dev-only-key-set-SECRET_KEY-in-production"
 ALLOWED_HOSTS = env("ALLOWED_HOSTS")
 
 INSTALLED_APPS = [
