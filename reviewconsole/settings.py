@@ -196,6 +196,9 @@ AXES_COOLOFF_TIME = timedelta(minutes=env.int("LOGIN_COOLOFF_MINUTES", default=1
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# What axes counts and stores as the username: what was typed, made to fit its 255-character
+# column (no NUL). The login forms (queue_app/login.py) answer such usernames as wrong.
+AXES_USERNAME_CALLABLE = "queue_app.login.axes_username"
 
 # Content-Security-Policy (django-csp): nothing inline, nothing from elsewhere, on every page. The
 # API docs page needs no exception: django-ninja serves Swagger UI from its own static files and
