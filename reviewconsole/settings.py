@@ -56,6 +56,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
+    # A NUL in the path or query string is a 400 here, before sessions or any query (middleware.py).
+    "queue_app.middleware.RefuseNulMiddleware",
     # WhiteNoise, falling back to the app folders until collectstatic has run.
     "reviewconsole.staticfiles.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
