@@ -154,7 +154,13 @@ Payload = Annotated[
         {
             "type": "object",
             "additionalProperties": True,
-            "description": "Evidence as a JSON object; numbers are kept exactly (decimal).",
+            "propertyNames": {"pattern": NO_NUL_PATTERN},
+            "description": (
+                "Evidence as a JSON object; numbers are kept exactly (decimal). Refused (422): "
+                "NUL characters in any string or key, nesting deeper than "
+                f"{MAX_PAYLOAD_DEPTH} levels, and numbers or numeric strings with more than "
+                f"{MAX_NUMBER_DIGITS} digits either side of the point."
+            ),
         }
     ),
 ]

@@ -65,7 +65,11 @@ def test_every_text_field_and_parameter_documents_that_nul_is_refused():
 
 
 def test_the_refusals_are_described_in_the_responses():
-    paths = Client().get("/api/v1/openapi.json").json()["paths"]
+    schema = Client().get("/api/v1/openapi.json").json()
+    payload = schema["components"]["schemas"]["ItemIn"]["properties"]["payload"]
+    assert "NUL characters in any string or key" in payload["description"]
+    assert re.fullmatch(payload["propertyNames"]["pattern"].strip("^$"), "k\x00") is None
+    paths = schema["paths"]
     create = paths["/api/v1/items"]["post"]["responses"]["422"]["description"]
     assert "`unknown_queue`" in create
     assert "NUL" in create and 'not true, "5" or 5.0' in create
