@@ -226,13 +226,25 @@ class DecisionOut(Schema):
     applied_at: datetime | None
 
 
+# What an item's payload reads back as: the object stored, or, for a row written around intake
+# so deeply nested that it cannot be read as JSON here, its stored text (jsonutil.ExactDecoder),
+# which its evidence_hash covers as it is; a worker can still decide or release it.
+StoredPayload = Annotated[
+    dict[str, Any] | str,
+    Field(
+        description="The evidence object; its JSON text instead only for a payload stored "
+        "around intake and nested too deeply to read."
+    ),
+]
+
+
 class ItemOut(Schema):
     id: int
     queue: str
     state: Literal["pending", "leased", "decided"]
     subject: str
     priority: int
-    payload: dict[str, Any]
+    payload: StoredPayload
     evidence_hash: str
     idempotency_key: str
     source_hash: str
@@ -259,7 +271,7 @@ class LeasedItem(Schema):
     id: int
     subject: str
     priority: int
-    payload: dict[str, Any]
+    payload: StoredPayload
     evidence_hash: str
     trace_id: uuid.UUID
     lease_token: uuid.UUID

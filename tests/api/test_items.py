@@ -5,6 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from django.db import connection
 
 from queue_app.jsonutil import exact_dumps, exact_loads
 from queue_app.models import AppliedDecision, EffectJob, ItemEvent, ReviewItem
@@ -197,3 +198,31 @@ def test_the_evidence_reply_and_its_event_are_what_a_later_get_returns(api):
     assert replaced == fetched
     event = ItemEvent.objects.get(item_id=item_id, kind="evidence_replaced")
     assert event.detail["evidence_hash"] == exact_loads(fetched)["evidence_hash"]
+
+
+def test_a_payload_too_deep_to_read_is_served_as_its_text_not_a_500(api, queue):
+    item_id = api.post("/items", intake_body()).body["id"]
+    depth = 3000  # written around intake: jsonb takes it, Python's parser does not
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE queue_app_reviewitem SET payload = (%s || '1' || %s)::jsonb WHERE id = %s",
+            ["[" * depth, "]" * depth, item_id],
+        )
+    fetched = api.get(f"/items/{item_id}")
+    assert fetched.status == 200
+    assert fetched.body["payload"].startswith("[[[[")
+    # A batch holding it is answered too (else every batch after its expiry failed), and the
+    # hash it carries is the one the decision is checked against.
+    leased = api.post("/queues/kyc/leases", {"batch_size": 5})
+    assert leased.status == 200
+    (item,) = leased.body["items"]
+    decided = api.post(
+        f"/items/{item_id}/decision",
+        {
+            "lease_token": item["lease_token"],
+            "verdict": "reject",
+            "reason_code": "fraud",
+            "evidence_hash": item["evidence_hash"],
+        },
+    )
+    assert decided.status == 201
