@@ -29,6 +29,9 @@ from urllib.parse import quote
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 sys.path.insert(0, str(ROOT))
+# Production settings (DEBUG off) refuse to start without a key: a throwaway one for the bench,
+# inherited by every server and worker process it starts.
+os.environ.setdefault("SECRET_KEY", "bench-only-key-not-a-secret-0123456789-abcdefghijklmnop")
 
 
 def server_params() -> dict[str, str]:

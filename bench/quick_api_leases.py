@@ -57,6 +57,8 @@ def scratch_database() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewconsole.settings")
     # Loopback, plain http: without DEBUG the settings would redirect every request to https.
     os.environ.setdefault("SECURE_SSL_REDIRECT", "false")
+    # Production settings (DEBUG off) refuse to start without a key: a throwaway one for the bench.
+    os.environ.setdefault("SECRET_KEY", "bench-only-key-not-a-secret-0123456789-abcdefghijklmnop")
     os.environ["LOG_LEVEL"] = "WARNING"
     os.environ["DEBUG"] = "false"
     import django

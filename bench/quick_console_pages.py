@@ -23,6 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewconsole.settings")
 # Loopback, plain http: without DEBUG the settings would redirect every request to https.
 os.environ.setdefault("SECURE_SSL_REDIRECT", "false")
+# Production settings (DEBUG off) refuse to start without a key: a throwaway one for the bench.
+os.environ.setdefault("SECRET_KEY", "bench-only-key-not-a-secret-0123456789-abcdefghijklmnop")
 # A database of its own, so a test run on the same server is never disturbed.
 os.environ["TEST_DATABASE_NAME"] = "test_console_bench"
 

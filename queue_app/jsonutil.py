@@ -9,9 +9,52 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 import uuid
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any
+
+# The most digits a number may have on either side of the point, whether it arrives as a JSON
+# number or as a numeric string. PostgreSQL numeric holds far more, but a number outside this
+# is a mistake, not evidence, and "1e999999" would be nine bytes in and 1.3 million out.
+MAX_NUMBER_DIGITS = 1000
+
+# A string that is a plain decimal number: what the console formats as an amount. ASCII digits
+# only: Decimal() also reads "1_000" and Arabic-Indic digits, which a reviewer should see as
+# they were sent, not rewritten.
+_NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def number_in_bounds(number: Decimal | int) -> bool:
+    """Return whether a number is finite with at most MAX_NUMBER_DIGITS either side of the point."""
+    if isinstance(number, int):
+        number = Decimal(number)
+    if not number.is_finite():
+        return False
+    exponent = number.as_tuple().exponent
+    assert isinstance(exponent, int)  # finite numbers have an int exponent
+    return number.adjusted() < MAX_NUMBER_DIGITS and -exponent <= MAX_NUMBER_DIGITS
+
+
+def number_from_text(text: str) -> Decimal | None:
+    """Return the Decimal a plain numeric string spells (bounds not applied), else None."""
+    stripped = text.strip()
+    # Longer than any sensibly written in-bounds number: text, and not worth parsing.
+    if len(stripped) > 4 * MAX_NUMBER_DIGITS or not _NUMBER_TEXT.fullmatch(stripped):
+        return None
+    try:
+        return Decimal(stripped)
+    except InvalidOperation:  # the pattern admits only what Decimal reads; be safe anyway
+        return None
+
+
+def _parse_int(text: str) -> int | Decimal:
+    try:
+        return int(text)
+    except ValueError:
+        # Past sys.get_int_max_str_digits() int() refuses; jsonb stores such integers happily,
+        # and one must not make its whole row unreadable. Decimal has no such limit.
+        return Decimal(text)
 
 
 class ExactDecoder(json.JSONDecoder):
@@ -19,12 +62,31 @@ class ExactDecoder(json.JSONDecoder):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("parse_float", Decimal)
+        kwargs.setdefault("parse_int", _parse_int)
         super().__init__(*args, **kwargs)
+
+    def decode(self, s: str, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        """Decode, reporting nesting too deep for Python's parser as a JSONDecodeError."""
+        try:
+            return super().decode(s, *args, **kwargs)
+        except RecursionError:
+            # jsonb nests far deeper than Python's recursive parser can follow. As a decode
+            # error, Django's JSONField hands the stored text back as it is (a str) instead of
+            # failing every query that reads the row: the console shows it as text.
+            raise json.JSONDecodeError("nested too deeply to decode", s, 0) from None
 
 
 def exact_loads(text: str | bytes) -> Any:
     """Parse JSON text, keeping non-integer numbers as Decimal."""
     return json.loads(text, cls=ExactDecoder)
+
+
+def stored_loads(text: str) -> Any:
+    """Decode jsonb text as a JSONField(decoder=ExactDecoder) does: the text itself if it can't."""
+    try:
+        return exact_loads(text)
+    except json.JSONDecodeError:
+        return text
 
 
 def _encode(obj: Any, out: list[str], *, sort_keys: bool, decimals_as_strings: bool) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import environ
 from csp.constants import NONE, SELF
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -23,7 +24,19 @@ environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 DATA_DIR = Path(env("REVIEWCONSOLE_DATA_DIR", default=str(BASE_DIR / "var")))
 DEBUG = env("DEBUG")
-SECRET_KEY = env("SECRET_KEY", default="dev-only-insecure-key-set-SECRET_KEY-in-production")
+SECRET_KEY = env("SECRET_KEY", default="")
+if not SECRET_KEY:
+    if not DEBUG:
+        # A key everyone can read in this file signs every session and password-reset link:
+        # production must not start on it, and nothing else would stop it (check --deploy
+        # accepts any long key).
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set and DEBUG is off. Set SECRET_KEY in the environment (or in "
+            ".env) to a long random value, e.g. the output of: python -c 'import secrets; "
+            "print(secrets.token_urlsafe(50))'. For development, set DEBUG=true instead."
+        )
+    # Development only. The django-insecure- prefix makes `check --deploy` flag it (W009).
+    SECRET_KEY = "django-insecure-dev-only-key-set-SECRET_KEY-in-production"
 ALLOWED_HOSTS = env("ALLOWED_HOSTS")
 
 INSTALLED_APPS = [
@@ -43,6 +56,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
+    # A NUL in the path or query string is a 400 here, before sessions or any query (middleware.py).
+    "queue_app.middleware.RefuseNulMiddleware",
     # WhiteNoise, falling back to the app folders until collectstatic has run.
     "reviewconsole.staticfiles.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -193,6 +208,9 @@ AXES_RESET_ON_SUCCESS = True
 TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
 AXES_CLIENT_IP_CALLABLE = "reviewconsole.proxies.client_address"
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# What axes counts and stores as the username: what was typed, made to fit its 255-character
+# column (no NUL). The login forms (queue_app/login.py) answer such usernames as wrong.
+AXES_USERNAME_CALLABLE = "queue_app.login.axes_username"
 
 # Content-Security-Policy (django-csp): nothing inline, nothing from elsewhere, on every page. The
 # API docs page needs no exception: django-ninja serves Swagger UI from its own static files and

@@ -2,10 +2,18 @@
 
 The test client, live_server and the servers tests start in subprocesses (which inherit
 DJANGO_SETTINGS_MODULE) talk http on loopback, so the HTTPS-only defaults are switched off
-here and nowhere else. tests/security checks the production settings themselves.
+here and nowhere else, and a key is provided. tests/security checks the production settings
+themselves.
 """
 
 from __future__ import annotations
+
+import os
+
+# The production settings refuse to start without a key when DEBUG is off; the suite runs them
+# with DEBUG off, on a key of its own. Set in the environment so that the servers and workers
+# tests start in subprocesses (production settings, DEBUG off) inherit it.
+os.environ.setdefault("SECRET_KEY", "test-suite-only-key-never-used-outside-the-tests-0123456789")
 
 from reviewconsole.settings import *  # noqa: F403
 

@@ -4,10 +4,12 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from queue_app.login import LoginForm
+
 # Not django.contrib.auth.urls: its password-reset pages mail a link, and this deployment sends
 # no mail (a reset POST would fail). A forgotten password is reset by an admin.
 accounts = [
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", auth_views.LoginView.as_view(authentication_form=LoginForm), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("password_change/", auth_views.PasswordChangeView.as_view(), name="password_change"),
     path(

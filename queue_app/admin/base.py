@@ -1,4 +1,4 @@
-"""What every admin page of the app shares: the site's name and the read-only base."""
+"""What every admin page of the app shares: the site's name, its login form, the read-only base."""
 
 from __future__ import annotations
 
@@ -7,10 +7,14 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
+from queue_app.login import AdminLoginForm
+
 # Admins and operators (/ops/ shares this frame) should see the product's name, not Django's.
 admin.site.site_header = "Review Console administration"
 admin.site.site_title = "Review Console admin"
 admin.site.index_title = "Configuration and audit"
+# Over-long or NUL-bearing credentials: the usual wrong-password answer, counted (login.py).
+admin.site.login_form = AdminLoginForm
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -11,7 +11,7 @@ from ninja.decorators import decorate_view
 
 from queue_app import errors, services
 from queue_app.api.auth import client_of, granted_queue, require_scope, visible_item
-from queue_app.api.failures import ApiProblem, limit_body, responses
+from queue_app.api.failures import ApiProblem, limit_body, refusals, responses
 from queue_app.api.render import decision_out, leased_out, reload_decision
 from queue_app.api.schemas import (
     DecisionIn,
@@ -31,6 +31,7 @@ router = Router(tags=["adjudication"])
 @router.post(
     "/queues/{slug}/leases",
     response=responses({200: LeaseOut}, 403, 404, 413),
+    openapi_extra=refusals(),
     summary="Lease a batch of items",
 )
 @decorate_view(limit_body)
@@ -61,6 +62,12 @@ def lease_batch(
 @router.post(
     "/items/{item_id}/decision",
     response=responses({200: DecisionOut, 201: DecisionOut}, 403, 404, 409, 413),
+    openapi_extra=refusals(
+        invalid_reason="`reason_code` is not one of the queue's codes for the verdict "
+        "(`details.allowed` lists them).",
+        invalid_verdict="the verdict is not available here (escalate, in a queue with "
+        "nowhere to escalate to).",
+    ),
     summary="Decide a leased item (fenced by its lease token and evidence hash)",
 )
 @decorate_view(limit_body)
@@ -118,6 +125,7 @@ def decide(request: HttpRequest, item_id: ItemId, body: DecisionIn) -> Status[di
 @router.post(
     "/items/{item_id}/release",
     response=responses({200: ReleaseOut}, 403, 404, 409, 413),
+    openapi_extra=refusals(),
     summary="Give a leased item back to its queue",
 )
 @decorate_view(limit_body)

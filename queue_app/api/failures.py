@@ -50,6 +50,24 @@ def responses(success: dict[int, Any], *failures: int) -> dict[int, Any]:
     return {**success, **dict.fromkeys((400, 401, 422, 503, *failures), ErrorOut)}
 
 
+# What every operation's 422 means; an operation's own refusals are added by refusals().
+INVALID = (
+    "a field is missing, has the wrong JSON type (an integer field takes a JSON integer only: "
+    'not true, "5" or 5.0), lies outside its documented bounds, or holds NUL characters or '
+    "lone surrogates (text fields and payload strings and keys alike); payload numbers and "
+    "numeric strings may have at most 1000 digits either side of the point, and payloads nest "
+    "at most 32 levels. `details` names each field."
+)
+
+
+def refusals(**codes: str) -> dict[str, Any]:
+    """Return an operation's openapi_extra describing its 422 answers, code by code."""
+    lines = [f"- `invalid`: {INVALID}"] + [f"- `{code}`: {why}" for code, why in codes.items()]
+    description = "Refused; `error.code` says why:\n\n" + "\n".join(lines)
+    # An int key, as django-ninja keys its own responses: a "422" would be a second entry.
+    return {"responses": {422: {"description": description}}}
+
+
 # Queue operation failures → (HTTP status, code). Most specific first; the base class last.
 _REVIEW_ERRORS: list[tuple[type[errors.ReviewError], int, str]] = [
     (errors.StaleLease, 409, "stale_lease"),

@@ -10,7 +10,7 @@ from ninja.decorators import decorate_view
 
 from queue_app import errors, services
 from queue_app.api.auth import client_of, find_queue, require_queue, require_scope, visible_item
-from queue_app.api.failures import ApiProblem, limit_body, responses
+from queue_app.api.failures import ApiProblem, limit_body, refusals, responses
 from queue_app.api.render import item_out
 from queue_app.api.schemas import EvidenceIn, ItemId, ItemIn, ItemOut
 from queue_app.models import ApiScope
@@ -21,6 +21,7 @@ router = Router(tags=["intake"])
 @router.post(
     "/items",
     response=responses({200: ItemOut, 201: ItemOut}, 403, 409, 413),
+    openapi_extra=refusals(unknown_queue="there is no queue with the slug in `queue`."),
     summary="Push an item into a queue (idempotent per client, queue and key)",
 )
 @decorate_view(limit_body)
@@ -53,6 +54,10 @@ def create_item(request: HttpRequest, body: ItemIn) -> Status[dict[str, Any]]:
         client=client,
     )
     if created:
+        # jsonb normalises what it stores (-0.0 is 0.0, 1E+2 is 100, keys shortest first):
+        # answer with the row as stored, byte for byte what a later GET returns, and the
+        # evidence hash a reviewer's page will show.
+        item.refresh_from_db(fields=["payload"])
         item.queue = queue
     return Status(201 if created else 200, item_out(item, client))
 
@@ -60,6 +65,7 @@ def create_item(request: HttpRequest, body: ItemIn) -> Status[dict[str, Any]]:
 @router.put(
     "/items/{item_id}/evidence",
     response=responses({200: ItemOut}, 403, 404, 409, 413),
+    openapi_extra=refusals(),
     summary="Replace the evidence of a pending or leased item",
 )
 @decorate_view(limit_body)
@@ -81,6 +87,7 @@ def replace_evidence(request: HttpRequest, item_id: ItemId, body: EvidenceIn) ->
 @router.get(
     "/items/{item_id}",
     response=responses({200: ItemOut}, 403, 404),
+    openapi_extra=refusals(),
     tags=["items"],
     summary="An item's state, standing outcome and decisions",
 )

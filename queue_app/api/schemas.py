@@ -15,16 +15,17 @@ from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import AfterValidator, Field, WithJsonSchema
+from pydantic import AfterValidator, Field, Strict, WithJsonSchema
 from pydantic_core import PydanticCustomError
+
+from queue_app.jsonutil import MAX_NUMBER_DIGITS, number_from_text, number_in_bounds
 
 # The largest request body the API reads, in bytes (a 413 beyond it). Item payloads are
 # evidence for a person to read, not documents; 256 KiB is generous for that.
 MAX_BODY_BYTES = 256 * 1024
-# Nesting and number bounds keep every accepted payload storable as jsonb and renderable.
+# Nesting and number bounds (jsonutil.MAX_NUMBER_DIGITS, for numbers and numeric strings
+# alike) keep every accepted payload storable as jsonb and renderable.
 MAX_PAYLOAD_DEPTH = 32
-# PostgreSQL numeric holds far more, but a number outside this is a mistake, not evidence.
-MAX_NUMBER_EXPONENT = 1000
 
 BATCH_SIZE = (1, 200)
 LEASE_SECONDS = (1, 120)
@@ -42,8 +43,12 @@ def _text_problem(value: str) -> str | None:
     return None
 
 
-def bounded_int(low: int, high: int) -> Any:
-    """Return an int type that must lie in low..high: documented in OpenAPI, checked with a 422."""
+def bounded_int(low: int, high: int, *, strict: bool = True) -> Any:
+    """Return an int type that must lie in low..high: documented in OpenAPI, checked with a 422.
+
+    Strict by default: the schema says integer, so true, "5" and 5.0 are refused rather than
+    read as 1 and 5. Only a path parameter, which is text by nature, is read leniently.
+    """
 
     def check(value: int) -> int:
         if not low <= value <= high:
@@ -54,17 +59,25 @@ def bounded_int(low: int, high: int) -> Any:
 
     return Annotated[
         int,
+        Strict(strict),
         AfterValidator(check),
         WithJsonSchema({"type": "integer", "minimum": low, "maximum": high}),
     ]
 
 
+# Documents the NUL refusal: PostgreSQL text cannot hold NUL, so no text field takes one.
+NO_NUL_PATTERN = "^[^\\u0000]*$"
+
+
 def text(min_length: int, max_length: int, pattern: str | None = None) -> Any:
     """Return a str type bounded in length (and optionally shape), documented and checked."""
     compiled = re.compile(pattern) if pattern else None
-    schema: dict[str, Any] = {"type": "string", "minLength": min_length, "maxLength": max_length}
-    if pattern:
-        schema["pattern"] = f"^{pattern}$"
+    schema: dict[str, Any] = {
+        "type": "string",
+        "minLength": min_length,
+        "maxLength": max_length,
+        "pattern": f"^{pattern}$" if pattern else NO_NUL_PATTERN,
+    }
 
     bounds = {"low": min_length, "high": max_length}
     length_rule = (
@@ -93,6 +106,15 @@ def _check_payload(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
+def _number_out_of_range() -> PydanticCustomError:
+    return PydanticCustomError(
+        "number_out_of_range",
+        "numbers must be finite with at most {digits} digits either side of the point "
+        "(numeric strings too)",
+        {"digits": MAX_NUMBER_DIGITS},
+    )
+
+
 def _walk(value: Any, *, depth: int) -> None:
     if depth > MAX_PAYLOAD_DEPTH:
         raise PydanticCustomError(
@@ -100,7 +122,9 @@ def _walk(value: Any, *, depth: int) -> None:
         )
     if isinstance(value, dict):
         for key, item in value.items():
-            _walk(key, depth=depth)
+            problem = _text_problem(key)
+            if problem:
+                raise PydanticCustomError("invalid_text", "keys " + problem)
             _walk(item, depth=depth + 1)
     elif isinstance(value, list):
         for item in value:
@@ -109,13 +133,15 @@ def _walk(value: Any, *, depth: int) -> None:
         problem = _text_problem(value)
         if problem:
             raise PydanticCustomError("invalid_text", "strings " + problem)
-    elif isinstance(value, Decimal):
-        if not value.is_finite() or abs(value.adjusted()) > MAX_NUMBER_EXPONENT:
-            raise PydanticCustomError(
-                "number_out_of_range",
-                "numbers must be finite with at most {digits} digits either side of the point",
-                {"digits": MAX_NUMBER_EXPONENT},
-            )
+        # The console formats a numeric string as an amount, so it gets a number's bounds.
+        number = number_from_text(value)
+        if number is not None and not number_in_bounds(number):
+            raise _number_out_of_range()
+    elif isinstance(value, bool):
+        pass
+    elif isinstance(value, Decimal | int):
+        if not number_in_bounds(value):
+            raise _number_out_of_range()
     elif isinstance(value, float):
         # The exact parser never produces floats; one here means a caller bypassed it.
         raise PydanticCustomError("inexact_number", "numbers must be exact decimals")
@@ -128,7 +154,13 @@ Payload = Annotated[
         {
             "type": "object",
             "additionalProperties": True,
-            "description": "Evidence as a JSON object; numbers are kept exactly (decimal).",
+            "propertyNames": {"pattern": NO_NUL_PATTERN},
+            "description": (
+                "Evidence as a JSON object; numbers are kept exactly (decimal). Refused (422): "
+                "NUL characters in any string or key, nesting deeper than "
+                f"{MAX_PAYLOAD_DEPTH} levels, and numbers or numeric strings with more than "
+                f"{MAX_NUMBER_DIGITS} digits either side of the point."
+            ),
         }
     ),
 ]
@@ -139,7 +171,7 @@ SourceHash = text(1, 128)
 ReasonCodeText = text(1, 64)
 Note = text(0, 10_000)
 EvidenceHash = text(64, 64, "[0-9a-f]{64}")
-ItemId = bounded_int(*ITEM_ID)
+ItemId = bounded_int(*ITEM_ID, strict=False)  # a path parameter
 Priority = bounded_int(*PRIORITY)
 BatchSize = bounded_int(*BATCH_SIZE)
 LeaseSeconds = bounded_int(*LEASE_SECONDS)
@@ -194,13 +226,25 @@ class DecisionOut(Schema):
     applied_at: datetime | None
 
 
+# What an item's payload reads back as: the object stored, or, for a row written around intake
+# so deeply nested that it cannot be read as JSON here, its stored text (jsonutil.ExactDecoder),
+# which its evidence_hash covers as it is; a worker can still decide or release it.
+StoredPayload = Annotated[
+    dict[str, Any] | str,
+    Field(
+        description="The evidence object; its JSON text instead only for a payload stored "
+        "around intake and nested too deeply to read."
+    ),
+]
+
+
 class ItemOut(Schema):
     id: int
     queue: str
     state: Literal["pending", "leased", "decided"]
     subject: str
     priority: int
-    payload: dict[str, Any]
+    payload: StoredPayload
     evidence_hash: str
     idempotency_key: str | None = Field(
         description="As sent by the client that pushed the item; null for an escalation item."
@@ -229,7 +273,7 @@ class LeasedItem(Schema):
     id: int
     subject: str
     priority: int
-    payload: dict[str, Any]
+    payload: StoredPayload
     evidence_hash: str
     trace_id: uuid.UUID
     lease_token: uuid.UUID

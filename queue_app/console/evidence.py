@@ -8,13 +8,13 @@ digit. Anything without a dedicated view falls back to a legible nested key/valu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from queue_app.jsonutil import exact_dumps
+from queue_app.jsonutil import exact_dumps, number_from_text, number_in_bounds
 from queue_app.rules import EvidenceWarning
 
 # The keys that make a payload a reconciliation exception (seed_demo and upstream feeds).
@@ -63,22 +63,21 @@ class EvidenceView:
 
 
 def as_decimal(value: Any) -> Decimal | None:
-    """Return the value as an exact Decimal, or None if it is not a number."""
+    """Return the value as an exact Decimal, or None if it is not a number the page can format.
+
+    Numbers outside jsonutil's bounds (as intake enforces them, for numbers and numeric strings
+    alike) are None too: a row written before those bounds, or around intake, is shown as the
+    text it is rather than as a million digits, or a decimal.Overflow.
+    """
     if isinstance(value, bool):
         return None
-    if isinstance(value, Decimal):
-        return value if value.is_finite() else None
-    if isinstance(value, int):
-        return Decimal(value)
     if isinstance(value, float):
         # Should never happen (ExactDecoder), but if it does keep its shortest repr.
-        return Decimal(repr(value))
+        value = Decimal(repr(value))
     if isinstance(value, str):
-        try:
-            number = Decimal(value.strip())
-        except InvalidOperation:
-            return None
-        return number if number.is_finite() else None
+        value = number_from_text(value)
+    if isinstance(value, Decimal | int) and number_in_bounds(value):
+        return Decimal(value)
     return None
 
 
@@ -88,7 +87,8 @@ def format_amount(value: Any, *, signed: bool = False) -> str:
     if number is None:
         return str(value)
     # ",f" is Decimal's own formatting: exact, no exponent, trailing zeros kept ("0.10").
-    text = format(abs(number), ",f")
+    # copy_abs, not abs(): abs() rounds to the context's 28 significant digits.
+    text = format(number.copy_abs(), ",f")
     if number < 0:
         return "\u2212" + text  # a real minus sign reads better than a hyphen
     if signed and number > 0:

@@ -52,6 +52,9 @@ logger = logging.getLogger("queue_app")
 
 NO_SUCH_ITEM = "There is no such item, or it belongs to a queue you do not have access to."
 DATABASE_BUSY = "The database did not answer in time. Please try again in a moment."
+ITEM_UNAVAILABLE = (
+    "This item's page could not be shown. The problem has been logged for the administrators."
+)
 POST_ONLY = (
     "Nothing was recorded: this address only takes the buttons on the console's pages. If you "
     "were signed out while working, open the item again from My queues and submit again."
@@ -203,6 +206,47 @@ def item_detail(request: HttpRequest, item_id: int) -> HttpResponse:
 
 def _render_item(
     request: HttpRequest, item: ReviewItem, form: DecisionForm | None = None, status: int = 200
+) -> HttpResponse:
+    try:
+        return _render_item_page(request, item, form, status)
+    except OperationalError:
+        raise  # busy or down, not this item's fault: console_view says "try again"
+    except Exception:
+        # Nothing a reviewer does can fix an item whose page fails, and Next would hand the same
+        # lease back: never leave them looking at a bare 500 with no way out.
+        logger.exception("item page failed", extra={"item_id": item.pk})
+        return _item_unavailable(request, item.pk)
+
+
+def _item_unavailable(request: HttpRequest, item_id: int) -> HttpResponse:
+    """Say the item cannot be shown, and offer its holder the Release button."""
+    # Only the lease columns: whatever broke the page (most likely the payload) stays unread.
+    lease = (
+        ReviewItem.objects.filter(pk=item_id)
+        .values("state", "lease_owner_id", "lease_token", "queue__name")
+        .first()
+    )
+    mine = (
+        lease is not None
+        and lease["state"] == ItemState.LEASED
+        and lease["lease_owner_id"] == request.user.pk
+    )
+    return render(
+        request,
+        "console/item_unavailable.html",
+        {
+            "title": "Item cannot be shown",
+            "message": ITEM_UNAVAILABLE,
+            "item_id": item_id,
+            "lease_token": lease["lease_token"] if mine else None,
+            "queue_name": lease["queue__name"] if lease else "",
+        },
+        status=500,
+    )
+
+
+def _render_item_page(
+    request: HttpRequest, item: ReviewItem, form: DecisionForm | None, status: int
 ) -> HttpResponse:
     now = timezone.now()
     mine = item.state == ItemState.LEASED and item.lease_owner_id == request.user.pk

@@ -20,7 +20,7 @@ from queue_app.errors import (
     StaleLease,
 )
 from queue_app.evidence import evidence_hash
-from queue_app.jsonutil import exact_loads
+from queue_app.jsonutil import stored_loads
 from queue_app.managers import is_missing_reason
 from queue_app.models import (
     CORRECTED_VERDICTS,
@@ -127,7 +127,7 @@ def submit_decision(
 def _evidence_hash_of_row(row: dict[str, Any]) -> str:
     payload = row["payload"]
     if isinstance(payload, str):
-        payload = exact_loads(payload)
+        payload = stored_loads(payload)
     return evidence_hash(subject=row["subject"], payload=payload)
 
 

@@ -104,6 +104,9 @@ def replace_evidence(
             item.subject = subject
         item.evidence_updated_at = database_now()
         item.save(update_fields=["payload", "subject", "evidence_updated_at"])
+        # The payload as jsonb stored it (-0.0 is 0.0, 1E+2 is 100): the hash a reviewer's page
+        # shows from now on, and what the caller sees, not the spelling that was sent.
+        item.refresh_from_db(fields=["payload"])
         after = evidence_hash(subject=item.subject, payload=item.payload)
         ItemEvent.objects.create(
             item=item,

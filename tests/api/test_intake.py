@@ -128,6 +128,48 @@ def test_it_names_the_valid_range_of_a_bad_field(api, field, value, expected):
     assert not ReviewItem.objects.exists()
 
 
+OUT_OF_BOUNDS = [
+    "1e1000000",  # the item page raised decimal.Overflow formatting it
+    "1e999999",  # ... and formatted this as 1.3 million characters
+    "-1e1000",
+    "1e-1001",
+    " 1E+5000 ",
+    "1" * 1001,
+]
+
+
+@pytest.mark.parametrize("text", OUT_OF_BOUNDS)
+def test_it_holds_numeric_strings_to_the_bounds_of_numbers(api, text):
+    reply = api.post("/items", intake_body(payload={"variance_amount": text}))
+    assert reply.status == 422
+    assert reply.body["error"]["details"] == [
+        {
+            "field": "payload",
+            "type": "number_out_of_range",
+            "message": "numbers must be finite with at most 1000 digits either side of the point "
+            "(numeric strings too)",
+        }
+    ]
+    assert not ReviewItem.objects.exists()
+
+
+@pytest.mark.parametrize("text", OUT_OF_BOUNDS)
+def test_it_holds_numbers_to_the_same_bounds(api, text):
+    raw = exact_dumps(intake_body(payload={"variance_amount": "X"})).replace('"X"', text)
+    reply = api.post("/items", raw=raw.encode())
+    assert reply.status == 422
+    assert reply.body["error"]["details"][0]["type"] == "number_out_of_range"
+
+
+@pytest.mark.parametrize(
+    "text", ["12.50", "-0.01", "1e3", "9" * 1000, "0." + "1" * 1000, "1_000", "Infinity", "1e"]
+)
+def test_it_keeps_strings_within_bounds_or_not_numbers_at_all(api, text):
+    reply = api.post("/items", intake_body(payload={"amount": text}))
+    assert reply.status == 201
+    assert reply.body["payload"] == {"amount": text}
+
+
 def test_it_refuses_nan_which_is_not_json(api):
     raw = exact_dumps(intake_body()).replace('"12.50"', "NaN").encode()
     reply = api.post("/items", raw=raw)
@@ -208,3 +250,13 @@ def test_the_same_key_in_another_queue_names_another_item(api, queue):
     assert (first.status, reply.status) == (201, 201)
     assert reply.body["id"] != first.body["id"]
     assert reply.body["queue"] == "aml"
+
+
+@pytest.mark.parametrize("priority", [True, "5", Decimal("5.0"), Decimal("1E+1")])
+def test_it_takes_the_priority_only_as_a_json_integer(api, priority):
+    reply = api.post("/items", intake_body(priority=priority))
+    assert reply.status == 422
+    assert reply.body["error"]["details"] == [
+        {"field": "priority", "type": "int_type", "message": "Input should be a valid integer"}
+    ]
+    assert not ReviewItem.objects.exists()

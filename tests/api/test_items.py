@@ -5,7 +5,9 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from django.db import connection
 
+from queue_app.jsonutil import exact_dumps, exact_loads
 from queue_app.models import AppliedDecision, EffectJob, ItemEvent, ReviewItem
 from queue_app.services import claim_next, overturn_decision, submit_decision
 from tests.api.conftest import intake_body
@@ -173,3 +175,71 @@ def test_evidence_replacement_needs_the_intake_scope(queue):
     _, token = make_client("judge", [queue], intake=False)
     reply = caller_for(token).put(f"/items/{item.pk}/evidence", {"payload": {}})
     assert reply.status == 403
+
+
+# Written as JSON text, because these are the spellings the database rewrites: -0.0 is 0.0,
+# 1E+2 is 100, keys come back shortest first, a duplicate key keeps its last value.
+NORMALISED_BY_JSONB = (
+    '{"zeta": -0.0, "exp": 1E+2, "small": 1.5e-3, "scale": 1.10, "neg_zero_int": -0, '
+    '"big": 123456789012345678901234567890123456789, "text": "caf\\u00e9 \\ud83d\\ude00", '
+    '"nested": {"bb": [-0.00, 2E1], "a": 1}, "dup": 1, "dup": 2}'
+)
+
+
+def _raw(api, method: str, path: str, body: str) -> bytes:
+    return api.http.generic(
+        method,
+        f"/api/v1{path}",
+        data=body.encode(),
+        content_type="application/json",
+        headers=api._headers(),
+    ).content
+
+
+def test_the_intake_reply_is_byte_for_byte_what_a_later_get_returns(api):
+    body = exact_dumps(intake_body(payload={})).replace("{}", NORMALISED_BY_JSONB)
+    created = _raw(api, "POST", "/items", body)
+    item_id = exact_loads(created)["id"]
+    fetched = api.http.get(f"/api/v1/items/{item_id}", headers=api._headers()).content
+    assert created == fetched
+    # ... and its evidence hash is the one a reviewer's page shows.
+    assert exact_loads(created)["evidence_hash"] == shown_hash(ReviewItem.objects.get())
+
+
+def test_the_evidence_reply_and_its_event_are_what_a_later_get_returns(api):
+    item_id = api.post("/items", intake_body()).body["id"]
+    replaced = _raw(
+        api, "PUT", f"/items/{item_id}/evidence", f'{{"payload": {NORMALISED_BY_JSONB}}}'
+    )
+    fetched = api.http.get(f"/api/v1/items/{item_id}", headers=api._headers()).content
+    assert replaced == fetched
+    event = ItemEvent.objects.get(item_id=item_id, kind="evidence_replaced")
+    assert event.detail["evidence_hash"] == exact_loads(fetched)["evidence_hash"]
+
+
+def test_a_payload_too_deep_to_read_is_served_as_its_text_not_a_500(api, queue):
+    item_id = api.post("/items", intake_body()).body["id"]
+    depth = 3000  # written around intake: jsonb takes it, Python's parser does not
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE queue_app_reviewitem SET payload = (%s || '1' || %s)::jsonb WHERE id = %s",
+            ["[" * depth, "]" * depth, item_id],
+        )
+    fetched = api.get(f"/items/{item_id}")
+    assert fetched.status == 200
+    assert fetched.body["payload"].startswith("[[[[")
+    # A batch holding it is answered too (else every batch after its expiry failed), and the
+    # hash it carries is the one the decision is checked against.
+    leased = api.post("/queues/kyc/leases", {"batch_size": 5})
+    assert leased.status == 200
+    (item,) = leased.body["items"]
+    decided = api.post(
+        f"/items/{item_id}/decision",
+        {
+            "lease_token": item["lease_token"],
+            "verdict": "reject",
+            "reason_code": "fraud",
+            "evidence_hash": item["evidence_hash"],
+        },
+    )
+    assert decided.status == 201

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 
@@ -93,3 +94,30 @@ def test_a_malformed_queue_slug_is_422_not_a_server_error(api, slug, expected):
     reply = api.post(f"/queues/{slug}/leases", {})
     assert reply.status == 422
     assert expected in reply.body["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # Each was coerced: true leased for 1 second, "5" and 5.0 for 5 items.
+        {"lease_seconds": True},
+        {"lease_seconds": "30"},
+        {"batch_size": "5"},
+        {"batch_size": Decimal("5.0")},
+        {"batch_size": Decimal("5E+1")},  # written 5E+1
+        {"batch_size": False},
+    ],
+)
+def test_it_takes_integers_only_as_json_integers(api, queue, body):
+    make_items(queue, 1)
+    reply = api.post("/queues/kyc/leases", body)
+    assert reply.status == 422
+    (field,) = body
+    assert reply.body["error"] == {
+        "code": "invalid",
+        "message": f"Invalid request: {field}: Input should be a valid integer",
+        "details": [
+            {"field": field, "type": "int_type", "message": "Input should be a valid integer"}
+        ],
+    }
+    assert not ReviewItem.objects.filter(state="leased").exists()

@@ -15,8 +15,9 @@ from django.test import Client
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def deploy_check(**overrides: str) -> subprocess.CompletedProcess[str]:
-    """Run `check --deploy --fail-level WARNING` under the real settings with production env."""
+def deploy_check(*command: str, **overrides: str | None) -> subprocess.CompletedProcess[str]:
+    """Run `check --deploy --fail-level WARNING` (or the command) under the real settings with
+    production env; an override of None unsets that variable."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -28,10 +29,15 @@ def deploy_check(**overrides: str) -> subprocess.CompletedProcess[str]:
         DEBUG="false",
         SECRET_KEY=secrets.token_urlsafe(64),
         ALLOWED_HOSTS="review.example.com",
-        **overrides,
     )
+    for name, value in overrides.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    command = command or ("check", "--deploy", "--fail-level", "WARNING")
     return subprocess.run(
-        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        [sys.executable, "manage.py", *command],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -52,6 +58,22 @@ def test_the_deploy_check_fails_when_https_is_switched_off():
     assert done.returncode != 0
     assert "security.W008" in done.stderr
     assert "security.W012" in done.stderr
+
+
+@pytest.mark.parametrize("key", [None, ""], ids=["unset", "empty"])
+def test_production_refuses_to_start_without_a_secret_key(key):
+    done = deploy_check("check", SECRET_KEY=key)
+    assert done.returncode != 0
+    assert "ImproperlyConfigured: SECRET_KEY is not set and DEBUG is off" in done.stderr
+
+
+def test_development_starts_without_a_key_and_the_deploy_check_flags_its_key():
+    # DEBUG=true (bin/run's default) needs no key: the development key is used...
+    assert deploy_check("check", DEBUG="true", SECRET_KEY=None).returncode == 0
+    # ... and it is one check --deploy recognises as insecure.
+    done = deploy_check(DEBUG="true", SECRET_KEY=None)
+    assert done.returncode != 0
+    assert "security.W009" in done.stderr
 
 
 @pytest.mark.django_db

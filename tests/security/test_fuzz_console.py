@@ -6,9 +6,10 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from axes.models import AccessAttempt
 from django.contrib.messages import get_messages
 from django.test import Client
-from hypothesis import event, given, settings
+from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from queue_app.console.views import NO_SUCH_ITEM
@@ -18,7 +19,7 @@ from queue_app.services import claim_next
 from tests.conftest import shown_hash
 from tests.security.conftest import World
 from tests.security.ledger import rolled_back
-from tests.security.strategies import FUZZ, form, form_field
+from tests.security.strategies import FUZZ, MISSING, form, form_field
 
 pytestmark = pytest.mark.django_db
 
@@ -180,3 +181,58 @@ def test_renew_and_release_refuse_a_foreign_token_on_the_held_item(
         )
     assert change.nothing
     assert response.status_code in (302, 409)
+
+
+# -- the login forms ------------------------------------------------------------------------------
+
+LOGIN_PATHS = ["/accounts/login/", "/admin/login/"]
+
+
+def _effective(value: object) -> str:
+    """What the form reads from a posted field: the last of repeats, "" when missing."""
+    if isinstance(value, list):
+        return value[-1]
+    return "" if value is None else str(value)
+
+
+@settings(FUZZ, derandomize=True)
+@example(path=LOGIN_PATHS[0], username="a" * 256, password="pw")  # axes' column overflowed
+@example(path=LOGIN_PATHS[1], username="a" * 256, password="pw")
+@example(path=LOGIN_PATHS[0], username="a" * 151, password="pw-alice")
+@example(path=LOGIN_PATHS[0], username="alice\x00", password="pw-alice")
+@example(path=LOGIN_PATHS[1], username="alice", password="\x00")
+@example(path=LOGIN_PATHS[0], username="alice", password="p" * 300_000)
+@example(path=LOGIN_PATHS[0], username=["alice", "\x00" * 300], password="pw-alice")
+@example(path=LOGIN_PATHS[0], username="alice", password="pw-alice")
+@example(path=LOGIN_PATHS[1], username="\u202e\ufeff", password=MISSING)
+@given(
+    path=st.sampled_from(LOGIN_PATHS),
+    username=form_field(st.sampled_from(["alice", "bob", "nobody"])),
+    password=form_field(st.sampled_from(["pw-alice", "wrong"])),
+)
+def test_the_login_forms_survive_hostile_posts(alice, path, username, password):
+    posted = form(username=username, password=password)
+    typed_name = _effective(posted.get("username")).strip()
+    typed_password = _effective(posted.get("password"))
+    with rolled_back():
+        response = Client().post(path, posted)
+        attempts = list(AccessAttempt.objects.values_list("username", flat=True))
+    event(f"login: {response.status_code}")
+    assert response.status_code in (200, 302)
+    hers = (typed_name, typed_password) == ("alice", "pw-alice")
+    if response.status_code == 302:
+        # Only alice's own credentials open a session (the admin wants staff: she is not).
+        assert hers and path == LOGIN_PATHS[0]
+        return
+    page = response.content.decode()
+    if hers:
+        # The admin refuses her as not staff: the usual words, but no wrong password to count.
+        assert path == LOGIN_PATHS[1] and "correct username and password" in page
+    elif typed_name and typed_password:
+        # Anything else typed in both fields is a wrong login, said the usual way, and counted.
+        assert "correct username and password" in page, posted
+        assert len(attempts) == 1, posted
+        assert len(attempts[0]) <= 150 and "\x00" not in attempts[0]
+    else:
+        assert "This field is required" in page
+        assert attempts == []
