@@ -112,7 +112,7 @@ def test_an_unknown_effect_goes_dead_at_once_with_a_clear_error(queue, alice):
 
     job = EffectJob.objects.get(decision=decision)
     assert job.dead and job.attempts == 1
-    assert "Unknown effect 'no_such_effect'" in job.last_error
+    assert "Effect 'no_such_effect' is not allowed" in job.last_error
     assert apply_one() is False
 
 
@@ -184,11 +184,17 @@ def test_it_resolves_a_dotted_path_to_a_callable():
 @pytest.mark.parametrize(
     ("name", "words"),
     [
-        ("tests.worker.ledger.LEDGER_TABLE", "is not callable"),
-        ("tests.worker.no_such_module.record", "cannot be imported"),
-        ("webhooks", "Unknown effect"),
+        ("table", "is not callable"),
+        ("missing", "cannot be imported"),
+        ("webhooks", "is not allowed"),
+        ("sys.exit", "is not allowed"),
+        ("os.system", "is not allowed"),
     ],
 )
-def test_it_refuses_an_effect_it_cannot_run(name, words):
+def test_it_refuses_an_effect_it_cannot_run(name, words, settings):
+    settings.REVIEW_EFFECTS = {
+        "table": "tests.worker.ledger.LEDGER_TABLE",
+        "missing": "tests.worker.no_such_module.record",
+    }
     with pytest.raises(PermanentEffectError, match=words):
         effects.resolve(name)
