@@ -26,6 +26,8 @@ MIN_SAMPLES_FOR_TTL = 20
 # Headroom above the observed p99 for the suggested lease TTL.
 TTL_HEADROOM = 1.25
 DEAD_JOBS_SHOWN = 50
+# Items held back by a dead job, listed on /ops/ and by doctor BLOCKED_EFFECTS.
+BLOCKED_SHOWN = 50
 # Leased at or above this share of max_in_flight looks like leases leaking (doctor LEASE_LEAK).
 LEASE_LEAK_RATIO = 0.9
 
@@ -98,10 +100,25 @@ class DeadJob:
 
 
 @dataclass
+class BlockedItem:
+    """An item whose later effects wait behind a dead job (effects run in decision order)."""
+
+    item_id: int
+    queue: str
+    dead_decision_id: int
+    verdict: str
+    attempts: int
+    last_error: str
+    waiting_decision_ids: list[int]
+    waiting_for: timedelta | None
+
+
+@dataclass
 class OpsSnapshot:
     queues: list[QueueFigures]
     dead_jobs: list[DeadJob]
     unapplied_alert_after: timedelta
+    blocked: list[BlockedItem] = field(default_factory=list)
     window_hours: int = WINDOW_HOURS
 
     @property
@@ -160,7 +177,7 @@ def read_open_work() -> list[QueueFigures]:
 
 
 def read_snapshot(*, window_hours: int = WINDOW_HOURS) -> OpsSnapshot:
-    """Read every operator figure for every queue (seven statements, whatever the sizes)."""
+    """Read every operator figure for every queue (eight statements, whatever the sizes)."""
     alert_after = unapplied_alert_after()
     queues = _read_open_work()
 
@@ -208,6 +225,22 @@ def read_snapshot(*, window_hours: int = WINDOW_HOURS) -> OpsSnapshot:
         )
         for row in fetch_dicts(sql.DEAD_JOBS, {"limit": DEAD_JOBS_SHOWN})
     ]
+    blocked = [
+        BlockedItem(
+            item_id=row["item_id"],
+            queue=row["queue"],
+            dead_decision_id=row["dead_decision_id"],
+            verdict=row["verdict"],
+            attempts=row["attempts"],
+            last_error=row["last_error"],
+            waiting_decision_ids=list(row["waiting_decision_ids"]),
+            waiting_for=_seconds(row["waiting_seconds"]),
+        )
+        for row in fetch_dicts(sql.BLOCKED_EFFECTS, {"limit": BLOCKED_SHOWN})
+    ]
     return OpsSnapshot(
-        queues=list(queues.values()), dead_jobs=dead, unapplied_alert_after=alert_after
+        queues=list(queues.values()),
+        dead_jobs=dead,
+        unapplied_alert_after=alert_after,
+        blocked=blocked,
     )
