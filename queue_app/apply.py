@@ -139,7 +139,7 @@ def _apply_one_in_batch(decision: Decision, *, attempts: int, policy: RetryPolic
                 # verdict that no longer stands. The overturn's own job carries it out next.
                 result = {"superseded": True}
             else:
-                result = _run_handler(effects.resolve(effect), decision)
+                result = _run_effect(effect, decision)
             fetch_dicts(sql.MARK_EFFECT_JOB_DONE, {"decision_id": decision.pk})
     except Exception as exc:
         if connection.needs_rollback or not connection.is_usable():
@@ -159,10 +159,11 @@ def _apply_one_in_batch(decision: Decision, *, attempts: int, policy: RetryPolic
     return True
 
 
-def _run_handler(handler: effects.Handler, decision: Decision) -> dict[str, Any] | None:
-    """Call an effect handler, turning whatever it raises into an Exception to record."""
+def _run_effect(effect: str, decision: Decision) -> dict[str, Any] | None:
+    """Resolve and call an effect handler, turning whatever it raises into an Exception."""
     try:
-        return handler(decision)
+        # Resolving is inside: importing a registered module runs its code too.
+        return effects.resolve(effect)(decision)
     except Exception:
         raise
     except BaseException as exc:
