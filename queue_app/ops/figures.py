@@ -176,8 +176,12 @@ def read_open_work() -> list[QueueFigures]:
     return list(_read_open_work().values())
 
 
-def read_snapshot(*, window_hours: int = WINDOW_HOURS) -> OpsSnapshot:
-    """Read every operator figure for every queue (eight statements, whatever the sizes)."""
+def read_snapshot(*, window_hours: int = WINDOW_HOURS, blocked: bool = True) -> OpsSnapshot:
+    """Read every operator figure for every queue (eight statements, whatever the sizes).
+
+    blocked=False leaves out the list of items held back by a dead job (/metrics has no
+    gauge for it; doctor BLOCKED_EFFECTS and /ops/ name them): seven statements.
+    """
     alert_after = unapplied_alert_after()
     queues = _read_open_work()
 
@@ -236,7 +240,7 @@ def read_snapshot(*, window_hours: int = WINDOW_HOURS) -> OpsSnapshot:
             waiting_decision_ids=list(row["waiting_decision_ids"]),
             waiting_for=_seconds(row["waiting_seconds"]),
         )
-        for row in fetch_dicts(sql.BLOCKED_EFFECTS, {"limit": BLOCKED_SHOWN})
+        for row in (fetch_dicts(sql.BLOCKED_EFFECTS, {"limit": BLOCKED_SHOWN}) if blocked else [])
     ]
     return OpsSnapshot(
         queues=list(queues.values()),
