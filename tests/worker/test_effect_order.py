@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Permission, User
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
 from queue_app.apply import apply_one
@@ -144,3 +145,18 @@ def test_a_chain_of_overturns_runs_only_the_standing_one(ledger_queue, alice, su
     assert ledger.calls() == [second.pk]
     statuses = dict(AppliedDecision.objects.values_list("decision_id", "status"))
     assert statuses == {original.pk: "superseded", first.pk: "superseded", second.pk: "applied"}
+
+
+def test_the_database_refuses_an_applied_status_it_does_not_know(ledger_queue, alice):
+    [decision] = decide(ledger_queue, alice, 1)
+
+    with (
+        pytest.raises(IntegrityError, match="applieddecision_status_valid"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
+        cursor.execute(
+            "INSERT INTO queue_app_applieddecision (decision_id, applied_at, outcome, status)"
+            " VALUES (%s, now(), '{}', 'skipped')",
+            [decision.pk],
+        )
