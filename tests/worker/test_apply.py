@@ -172,6 +172,9 @@ def test_an_overturn_is_applied_with_supersedes_and_corrected_verdict(queue, ali
     assert event["supersedes"] == original.pk
     assert event["corrected_verdict"] == "reject"
     assert event["standing_verdict"] == "reject"
+    # The decision's ordinal within its item, so receivers can order what they get.
+    assert event["item_sequence"] == 2
+    assert effects.decision_event(original)["item_sequence"] == 1
 
 
 def test_it_resolves_a_dotted_path_to_a_callable():
