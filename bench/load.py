@@ -325,6 +325,8 @@ def child_env(url: str, **extra: str) -> dict[str, str]:
         LOG_LEVEL=os.environ.get("SOAK_LOG_LEVEL", "WARNING"),
         PYTHONUNBUFFERED="1",
         DB_IDLE_IN_TRANSACTION_TIMEOUT_MS=str(IDLE_IN_TRANSACTION_MS),
+        # Effects come from an allow-list: register the ledger effect the way a deployment would.
+        REVIEW_EFFECTS=f"soak_record={EFFECT}",
     )
     env.update(extra)
     return env

@@ -5,14 +5,21 @@ locks are the claim: other workers walk past them, and a worker that dies releas
 its connection). Each decision then runs in its own savepoint:
 
     insert AppliedDecision ON CONFLICT DO NOTHING RETURNING
-    -> only if a row came back, run the effect handler
+    -> only if a row came back, and it says the decision still stands, run the effect handler
     -> mark the job done
 
 so the proof, the effect's database writes and the done mark commit together or not at all.
-A handler that raises rolls back its own savepoint only; the failure (attempts + 1, the error,
-the next attempt after exponential backoff with jitter, or dead past the maximum) is recorded
-in the batch and the rest of the batch carries on. A crash anywhere rolls back the uncommitted
-batch, whose jobs are then due again: applied once, never twice.
+A handler that raises (anything: SystemExit and KeyboardInterrupt from an effect included)
+rolls back its own savepoint only; the failure (attempts + 1, the error, the next attempt after
+exponential backoff with jitter, or dead past the maximum) is recorded in the batch and the
+rest of the batch carries on. A crash anywhere rolls back the uncommitted batch, whose jobs are
+then due again: applied once, never twice.
+
+Per item, effects run in decision order: the claim never hands out a job while an earlier job
+of its item is not done (sql.CLAIM_DUE_EFFECT_JOBS), and a decision an overturn has replaced
+before its turn is recorded as superseded without running its handler (the receiver must end
+on the verdict that stands). A dead job therefore holds back its item's later effects until an
+operator retries it.
 
 With batch_size=1 this is one transaction per decision. Larger batches share one commit (the
 throughput figures in bench/quick_apply.py); a time budget ends a batch early so slow handlers
@@ -33,10 +40,10 @@ from typing import Any
 from django.db import connection, transaction
 
 from queue_app import effects, sql
-from queue_app.errors import EffectError, InvalidBounds, PermanentEffectError
+from queue_app.errors import EffectAborted, EffectError, InvalidBounds, PermanentEffectError
 from queue_app.jsonutil import exact_dumps
 from queue_app.managers import fetch_dicts
-from queue_app.models import Decision
+from queue_app.models import AppliedStatus, Decision
 
 logger = logging.getLogger("queue_app.apply")
 
@@ -95,6 +102,7 @@ def apply_batch(
             if should_stop() or (attempted and time.monotonic() > deadline):
                 break
             decision = decisions[job["decision_id"]]
+            decision.item_sequence = job["item_sequence"]  # type: ignore[attr-defined]
             logger.info("effect job claimed", extra=_log_fields(decision, attempts=job["attempts"]))
             _apply_one_in_batch(decision, attempts=job["attempts"], policy=policy)
             attempted += 1
@@ -122,9 +130,16 @@ def _apply_one_in_batch(decision: Decision, *, attempts: int, policy: RetryPolic
                     ),
                 },
             )
-            # No row back: an earlier attempt applied it but its done mark is missing. Finish
-            # the bookkeeping, never the effect.
-            result = effects.resolve(effect)(decision) if first else {"already_applied": True}
+            if not first:
+                # An earlier attempt applied it but its done mark is missing. Finish the
+                # bookkeeping, never the effect.
+                result: dict[str, Any] | None = {"already_applied": True}
+            elif first[0]["status"] == AppliedStatus.SUPERSEDED:
+                # Overturned before its turn came: running it now would leave a receiver on a
+                # verdict that no longer stands. The overturn's own job carries it out next.
+                result = {"superseded": True}
+            else:
+                result = _run_effect(effect, decision)
             fetch_dicts(sql.MARK_EFFECT_JOB_DONE, {"decision_id": decision.pk})
     except Exception as exc:
         if connection.needs_rollback or not connection.is_usable():
@@ -135,10 +150,29 @@ def _apply_one_in_batch(decision: Decision, *, attempts: int, policy: RetryPolic
         return False
     # Logged once the batch commits: a crash before then rolls the apply back, and the log
     # must not claim otherwise. (A callback from a rolled-back savepoint is discarded.)
-    transaction.on_commit(
-        partial(logger.info, "decision applied", extra={**fields, **_scalar(result or {})})
+    message = (
+        "decision superseded before its effect ran; effect not run"
+        if result == {"superseded": True}
+        else "decision applied"
     )
+    transaction.on_commit(partial(logger.info, message, extra={**fields, **_scalar(result or {})}))
     return True
+
+
+def _run_effect(effect: str, decision: Decision) -> dict[str, Any] | None:
+    """Resolve and call an effect handler, turning whatever it raises into an Exception."""
+    try:
+        # Resolving is inside: importing a registered module runs its code too.
+        return effects.resolve(effect)(decision)
+    except Exception:
+        raise
+    except BaseException as exc:
+        # SystemExit, KeyboardInterrupt, GeneratorExit... raised BY THE EFFECT: a failure of
+        # this job, not a request to stop the worker. Real SIGTERM/SIGINT never arrive this
+        # way: the worker's signal handlers set a flag and raise nothing (run_apply_worker).
+        raise EffectAborted(
+            f"The effect raised {type(exc).__name__}({exc!s}); the worker carried on."
+        ) from exc
 
 
 def _record_failure(
@@ -165,7 +199,8 @@ def _record_failure(
     extra = {**fields, "attempts": row["attempts"], "error": error}
     # An EffectError says what went wrong in words; anything else is a bug in a handler, and
     # its traceback is what the person fixing it needs.
-    exc_info = None if isinstance(exc, EffectError) else exc
+    # An effect that raised SystemExit or the like is a bug too: keep the traceback.
+    exc_info = exc if isinstance(exc, EffectAborted) or not isinstance(exc, EffectError) else None
     if row["dead"]:
         log = partial(logger.error, "effect job dead; an operator must retry it")
     else:

@@ -3,8 +3,11 @@
 A handler is a plain callable taking the Decision (with its item, queue and reason code loaded)
 and returning a small JSON-able dict for the log, or None. It runs inside the apply worker's
 transaction for that decision (queue_app/apply.py): database writes it makes commit or roll back
-with the AppliedDecision row. Built-ins are registered by name; a queue may also name any
-callable by dotted path (``Queue.effect = "myapp.effects.unblock_account"``).
+with the AppliedDecision row. A queue names its effect from an allow-list: the built-ins (log,
+webhook, escalate) and what the deployment registers in settings.REVIEW_EFFECTS (name -> dotted
+path; the REVIEW_EFFECTS environment variable, ``unblock=myapp.effects.unblock_account``).
+Nothing else is ever imported: a queue row naming ``sys.exit`` gets a dead job with a clear
+error, not a worker that exits.
 
 A handler signals failure by raising. PermanentEffectError means retrying cannot help (bad
 configuration, a receiver that refuses the request); the job goes dead at once for an operator.
@@ -22,6 +25,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from queue_app.errors import EffectError, PermanentEffectError
@@ -56,9 +61,20 @@ def decision_event(decision: Decision) -> dict[str, Any]:
         "reason_code": decision.reason_code.code,
         "supersedes": decision.supersedes_id,
         "corrected_verdict": decision.corrected_verdict,
+        "item_sequence": item_sequence(decision),
         "decided_at": decision.created_at.isoformat(),
         "trace_id": str(item.trace_id),
     }
+
+
+def item_sequence(decision: Decision) -> int:
+    """Return the decision's ordinal within its item (1 for the verdict, 2 for an overturn...)."""
+    # The apply worker reads it with the claim; anyone else pays one indexed count.
+    known = getattr(decision, "item_sequence", None)
+    if known is None:
+        known = Decision.objects.filter(item_id=decision.item_id, pk__lte=decision.pk).count()
+        decision.item_sequence = known  # type: ignore[attr-defined]
+    return known
 
 
 # -- built-ins ----------------------------------------------------------------------------------
@@ -76,6 +92,7 @@ def log(decision: Decision) -> dict[str, Any]:
             "trace_id": event["trace_id"],
             "verdict": decision.standing_verdict,
             "supersedes": decision.supersedes_id,
+            "item_sequence": event["item_sequence"],
         },
     )
     return {"logged": True}
@@ -169,6 +186,34 @@ def _post(url: str, body: bytes, headers: dict[str, str]) -> int:
 BUILTIN_EFFECTS: dict[str, Handler] = {"log": log, "escalate": escalate, "webhook": webhook}
 
 
+def registered() -> dict[str, str]:
+    """Return the deployment's effects (name -> dotted path), checked against the built-ins."""
+    configured = getattr(settings, "REVIEW_EFFECTS", {}) or {}
+    for name, path in configured.items():
+        if name in BUILTIN_EFFECTS:
+            raise ImproperlyConfigured(
+                f"REVIEW_EFFECTS registers {name!r}, the name of a built-in effect; pick another."
+            )
+        if not isinstance(path, str) or "." not in path:
+            raise ImproperlyConfigured(
+                f"REVIEW_EFFECTS[{name!r}] must be the dotted path to a callable, not {path!r}."
+            )
+    return dict(configured)
+
+
+def allowed_names() -> list[str]:
+    """Return every effect name a queue may use: the built-ins, then the registered ones."""
+    return [*BUILTIN_EFFECTS, *sorted(registered())]
+
+
+def is_allowed(name: str) -> bool:
+    """Whether a queue may name this effect (a registered name, or a registered dotted path)."""
+    extra = registered()
+    # A registered path is accepted as well as its name, so queue rows written when any
+    # dotted path was allowed keep working once the deployment registers that path.
+    return name in BUILTIN_EFFECTS or name in extra or name in extra.values()
+
+
 def effect_name(decision: Decision) -> str:
     """Return the effect a decision calls for: escalate for escalations, else the queue's."""
     if decision.verdict == Verdict.ESCALATE:
@@ -177,17 +222,26 @@ def effect_name(decision: Decision) -> str:
 
 
 def resolve(name: str) -> Handler:
-    """Return the handler registered under name, or the callable at that dotted path."""
+    """Return the handler allowed under name; anything not on the allow-list is refused."""
     if name in BUILTIN_EFFECTS:
         return BUILTIN_EFFECTS[name]
-    if "." not in name:
+    try:
+        extra = registered()
+    except ImproperlyConfigured as exc:
+        raise PermanentEffectError(str(exc)) from exc
+    if name in extra:
+        path = extra[name]
+    elif name in extra.values():
+        path = name
+    else:
         raise PermanentEffectError(
-            f"Unknown effect {name!r}: use log, webhook, escalate or a dotted path to a callable."
+            f"Effect {name!r} is not allowed: use one of {', '.join(allowed_names())}, or "
+            "register it in REVIEW_EFFECTS (name=dotted.path) and restart the worker."
         )
     try:
-        handler = import_string(name)
+        handler = import_string(path)
     except ImportError as exc:
-        raise PermanentEffectError(f"Effect {name!r} cannot be imported: {exc}") from exc
+        raise PermanentEffectError(f"Effect {name!r} ({path}) cannot be imported: {exc}") from exc
     if not callable(handler):
-        raise PermanentEffectError(f"Effect {name!r} is not callable.")
+        raise PermanentEffectError(f"Effect {name!r} ({path}) is not callable.")
     return handler

@@ -83,3 +83,9 @@ class PermanentEffectError(EffectError):
     """An effect that retrying cannot fix: the job is marked dead for an operator."""
 
     message = "The decision's effect was refused; an operator must fix and retry it."
+
+
+class EffectAborted(EffectError):
+    """An effect handler raised SystemExit, KeyboardInterrupt or the like: a failed attempt."""
+
+    message = "The decision's effect tried to stop the worker; it was recorded as a failure."

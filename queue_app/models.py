@@ -430,6 +430,13 @@ class Decision(models.Model):
         return self.reviewer_username or self.reviewer.get_username()
 
 
+class AppliedStatus(models.TextChoices):
+    APPLIED = "applied", "Applied"
+    # An overturn replaced the decision before its turn came: its effect handler was not
+    # called, because the receiver must end on the standing verdict (docs/architecture.md).
+    SUPERSEDED = "superseded", "Superseded before it ran (effect not run)"
+
+
 class AppliedDecision(models.Model):
     """Proof a decision's effect was carried out; inserted ON CONFLICT DO NOTHING with it."""
 
@@ -438,6 +445,22 @@ class AppliedDecision(models.Model):
     )
     applied_at = models.DateTimeField(auto_now_add=True)
     outcome = models.JSONField(default=dict, blank=True)
+    # A database default: rows written before the column existed, and raw inserts that do
+    # not name it, are what they always were (the effect ran).
+    status = models.CharField(
+        max_length=16,
+        choices=AppliedStatus.choices,
+        default=AppliedStatus.APPLIED,
+        db_default=AppliedStatus.APPLIED,
+    )
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=[s.value for s in AppliedStatus]),
+                name="applieddecision_status_valid",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"Applied decision #{self.decision_id}"

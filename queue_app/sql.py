@@ -355,24 +355,54 @@ CHAIN_LINK_AT = "SELECT chain_hash, id FROM queue_app_decision WHERE chain_seq =
 # caller's transaction ends. SKIP LOCKED: a job another worker (on this machine or another) is
 # applying right now is walked past, not waited on and not taken twice. The lock, not a flag,
 # is the claim: a worker that dies releases it with its connection, so nothing needs sweeping.
+#
+# Per item, in decision order: a job is not claimable while an earlier decision of the same
+# item has a job not done (retrying, dead, or in another worker's open batch: a job locked
+# elsewhere is still "not done" in our snapshot, so two workers never hold two jobs of one
+# item at once). done_at only ever goes from NULL to set, so a stale snapshot can only make
+# this more cautious, never let a later job through early. A dead job thus blocks its item's
+# later effects until an operator retries it (doctor BLOCKED_EFFECTS names it). Cheap: one
+# item has a handful of decisions, read through the item foreign key's index, each probed in
+# the job's primary key. Decision ids order an item's decisions: an overturn is inserted after
+# the row it supersedes committed. item_sequence, the decision's ordinal within its item, goes
+# to receivers (webhook bodies) so they can order what they get too.
 CLAIM_DUE_EFFECT_JOBS = """
-SELECT decision_id, attempts
-  FROM queue_app_effectjob
- WHERE done_at IS NULL AND NOT dead AND next_attempt_at <= now()
- ORDER BY next_attempt_at
+SELECT j.decision_id, j.attempts,
+       (SELECT count(*) FROM queue_app_decision AS s
+         WHERE s.item_id = d.item_id AND s.id <= d.id) AS item_sequence
+  FROM queue_app_effectjob AS j
+  JOIN queue_app_decision AS d ON d.id = j.decision_id
+ WHERE j.done_at IS NULL AND NOT j.dead AND j.next_attempt_at <= now()
+   AND NOT EXISTS (
+       SELECT 1
+         FROM queue_app_decision AS earlier
+         JOIN queue_app_effectjob AS e ON e.decision_id = earlier.id
+        WHERE earlier.item_id = d.item_id AND earlier.id < d.id AND e.done_at IS NULL)
+ ORDER BY j.next_attempt_at
  LIMIT %(limit)s
-   FOR UPDATE SKIP LOCKED
+   FOR UPDATE OF j SKIP LOCKED
 """
 
 # Record that a decision's effect is being carried out, in the same transaction as the effect.
 # Returns a row only for the first applier: a second attempt (a job whose done mark was lost)
 # gets nothing back and must not run the effect again. applied_at is the wall clock, not the
 # transaction start, so lag measurements inside a batch are honest.
+#
+# A decision an overturn has replaced by now is recorded as 'superseded', its successor named
+# in the outcome, and the caller does not run its effect: a receiver never gets a verdict that
+# no longer stands after the one that does. An overturn arriving after this statement waits
+# (overturn_decision's FOR UPDATE on the decision conflicts with the key-share lock this
+# insert's foreign key check holds until commit), and its own job waits behind this one.
 INSERT_APPLIED_DECISION = """
-INSERT INTO queue_app_applieddecision (decision_id, applied_at, outcome)
-VALUES (%(decision_id)s, clock_timestamp(), %(outcome)s::jsonb)
+INSERT INTO queue_app_applieddecision (decision_id, applied_at, outcome, status)
+SELECT %(decision_id)s, clock_timestamp(),
+       CASE WHEN s.id IS NULL THEN %(outcome)s::jsonb
+            ELSE %(outcome)s::jsonb || jsonb_build_object('superseded_by', s.id) END,
+       CASE WHEN s.id IS NULL THEN 'applied' ELSE 'superseded' END
+  FROM (SELECT (SELECT id FROM queue_app_decision WHERE supersedes_id = %(decision_id)s)
+               AS id) AS s
 ON CONFLICT (decision_id) DO NOTHING
-RETURNING decision_id
+RETURNING decision_id, status
 """
 
 # Close a job in the transaction that applied it (or found it applied already).

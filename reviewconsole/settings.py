@@ -237,6 +237,10 @@ REVIEW_STATEMENT_TIMEOUT_MS = env.int("REVIEW_STATEMENT_TIMEOUT_MS", default=500
 # Operations (/ops/, /metrics, doctor): a decision not applied this long after it was made is
 # an alarm; /metrics wants "Authorization: Bearer <METRICS_TOKEN>" when the token is set.
 UNAPPLIED_ALERT_MINUTES = env.int("UNAPPLIED_ALERT_MINUTES", default=5)
+# Effects a queue may name besides the built-ins (log, webhook, escalate): name -> dotted path
+# of a callable taking the Decision, e.g. REVIEW_EFFECTS="unblock=myapp.effects.unblock". Only
+# these are ever imported (queue_app/effects.py): a queue setting cannot name arbitrary code.
+REVIEW_EFFECTS = env.dict("REVIEW_EFFECTS", default={})
 METRICS_TOKEN = env("METRICS_TOKEN", default="")
 
 # Signed checkpoints of the decision chain (queue_app/checkpoint.py): the Ed25519 key that signs

@@ -20,3 +20,13 @@ from reviewconsole.settings import *  # noqa: F403
 SECURE_SSL_REDIRECT = False
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = False
 SECURE_HSTS_SECONDS = 0
+
+# The test suite's effects (tests/worker/ledger.py), registered the way a deployment would; the
+# worker processes the tests start inherit this settings module.
+REVIEW_EFFECTS = {
+    **REVIEW_EFFECTS,  # noqa: F405
+    **{
+        f"ledger_{name}": f"tests.worker.ledger.{name}"
+        for name in ("record", "failing", "gated", "flaky", "exits", "interrupts")
+    },
+}

@@ -6,6 +6,7 @@ from typing import Any
 
 from django import forms
 
+from queue_app import effects
 from queue_app.models import CORRECTED_VERDICTS, Decision, Queue, ReasonCode, Verdict
 from queue_app.services import NOTE_MAX_LENGTH, reason_codes_for
 
@@ -57,6 +58,17 @@ class QueueForm(forms.ModelForm):
         help_text="Where the webhook effect POSTs each decision (signed).",
     )
 
+    effect = forms.ChoiceField(
+        choices=(),
+        initial="log",
+        help_text="What the apply worker does with each decision: a built-in (log, webhook, "
+        "escalate) or an effect the deployment registered in REVIEW_EFFECTS.",
+        error_messages={
+            "invalid_choice": "%(value)s is not an allowed effect: pick one of the list, or "
+            "register it in the REVIEW_EFFECTS setting first."
+        },
+    )
+
     class Meta:
         model = Queue
         fields = (
@@ -73,6 +85,17 @@ class QueueForm(forms.ModelForm):
             "webhook_secret_env",
             "reviewer_groups",
         )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Only effects on the allow-list can be picked (#20.9): a queue setting must never be
+        # a way to run arbitrary code in the apply worker. A row naming a registered dotted
+        # path (written before names existed) keeps its value selectable.
+        names = effects.allowed_names()
+        current = self.instance.effect if self.instance.pk else ""
+        if current and current not in names and effects.is_allowed(current):
+            names.append(current)
+        self.fields["effect"].choices = [(name, name) for name in names]
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()

@@ -13,6 +13,7 @@ from typing import Any
 from queue_app.jsonutil import exact_dumps
 from queue_app.models import (
     AppliedDecision,
+    AppliedStatus,
     Decision,
     EffectJob,
     ItemEvent,
@@ -121,7 +122,11 @@ def _decision_entries(decision: Decision) -> list[Entry]:
             Entry(
                 at=applied.applied_at,
                 kind="applied",
-                title=f"Decision #{decision.pk} applied",
+                title=(
+                    f"Decision #{decision.pk} superseded before its turn: effect not run"
+                    if applied.status == AppliedStatus.SUPERSEDED
+                    else f"Decision #{decision.pk} applied"
+                ),
                 who="apply worker",
                 details=[f"Outcome: {exact_dumps(applied.outcome)}"] if applied.outcome else [],
             )

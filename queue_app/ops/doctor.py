@@ -15,6 +15,7 @@ from typing import Any
 from queue_app.managers import fetch_dicts
 from queue_app.ops import sql
 from queue_app.ops.figures import (
+    BLOCKED_SHOWN,
     LEASE_LEAK_RATIO,
     QueueFigures,
     read_open_work,
@@ -175,6 +176,32 @@ def check_unapplied(t: Thresholds, figures: list[QueueFigures]) -> CheckResult:
     )
 
 
+def check_blocked_effects(t: Thresholds) -> CheckResult:
+    """BLOCKED_EFFECTS: no item's effects wait behind a dead effect job."""
+    rows = fetch_dicts(sql.BLOCKED_EFFECTS, {"limit": BLOCKED_SHOWN})
+    if not rows:
+        return CheckResult(
+            "BLOCKED_EFFECTS", True, "No item's effects wait behind a dead effect job."
+        )
+    items = sorted({r["item_id"] for r in rows})
+    return CheckResult(
+        "BLOCKED_EFFECTS",
+        False,
+        f"{len(items)} item(s) have effects held back by a dead job: "
+        + "; ".join(
+            f"item {r['item_id']} ({r['queue']}): decision {r['dead_decision_id']} is dead "
+            f"after {r['attempts']} attempt(s) ({r['last_error'][:120]}), "
+            f"decision(s) {', '.join(map(str, r['waiting_decision_ids']))} wait behind it"
+            for r in rows
+        ),
+        details=rows,
+        advice="Effects run in decision order per item, so a dead job holds back its item's "
+        "later decisions (overturns). Fix what its last error names, then Retry it on /ops/ "
+        "or in the admin's effect jobs. If an overturn has replaced it, the retry records it "
+        "as superseded without running it, and the waiting effects follow.",
+    )
+
+
 def check_bloat(t: Thresholds) -> CheckResult:
     """BLOAT: autovacuum keeps up with the dead tuples the claim and decide updates leave."""
     bloated = [
@@ -212,6 +239,7 @@ def run_checks(thresholds: Thresholds | None = None) -> list[CheckResult]:
         lambda: check_starvation(t, figures),
         lambda: check_lock_contention(t),
         lambda: check_unapplied(t, figures),
+        lambda: check_blocked_effects(t),
         lambda: check_bloat(t),
     ]
     return [check() for check in checks]

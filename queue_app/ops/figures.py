@@ -26,6 +26,8 @@ MIN_SAMPLES_FOR_TTL = 20
 # Headroom above the observed p99 for the suggested lease TTL.
 TTL_HEADROOM = 1.25
 DEAD_JOBS_SHOWN = 50
+# Items held back by a dead job, listed on /ops/ and by doctor BLOCKED_EFFECTS.
+BLOCKED_SHOWN = 50
 # Leased at or above this share of max_in_flight looks like leases leaking (doctor LEASE_LEAK).
 LEASE_LEAK_RATIO = 0.9
 
@@ -100,10 +102,25 @@ class DeadJob:
 
 
 @dataclass
+class BlockedItem:
+    """An item whose later effects wait behind a dead job (effects run in decision order)."""
+
+    item_id: int
+    queue: str
+    dead_decision_id: int
+    verdict: str
+    attempts: int
+    last_error: str
+    waiting_decision_ids: list[int]
+    waiting_for: timedelta | None
+
+
+@dataclass
 class OpsSnapshot:
     queues: list[QueueFigures]
     dead_jobs: list[DeadJob]
     unapplied_alert_after: timedelta
+    blocked: list[BlockedItem] = field(default_factory=list)
     window_hours: int = WINDOW_HOURS
 
     @property
@@ -161,8 +178,12 @@ def read_open_work() -> list[QueueFigures]:
     return list(_read_open_work().values())
 
 
-def read_snapshot(*, window_hours: int = WINDOW_HOURS) -> OpsSnapshot:
-    """Read every operator figure for every queue (seven statements, whatever the sizes)."""
+def read_snapshot(*, window_hours: int = WINDOW_HOURS, blocked: bool = True) -> OpsSnapshot:
+    """Read every operator figure for every queue (eight statements, whatever the sizes).
+
+    blocked=False leaves out the list of items held back by a dead job (/metrics has no
+    gauge for it; doctor BLOCKED_EFFECTS and /ops/ name them): seven statements.
+    """
     alert_after = unapplied_alert_after()
     queues = _read_open_work()
 
@@ -213,6 +234,22 @@ def read_snapshot(*, window_hours: int = WINDOW_HOURS) -> OpsSnapshot:
         )
         for row in fetch_dicts(sql.DEAD_JOBS, {"limit": DEAD_JOBS_SHOWN})
     ]
+    blocked = [
+        BlockedItem(
+            item_id=row["item_id"],
+            queue=row["queue"],
+            dead_decision_id=row["dead_decision_id"],
+            verdict=row["verdict"],
+            attempts=row["attempts"],
+            last_error=row["last_error"],
+            waiting_decision_ids=list(row["waiting_decision_ids"]),
+            waiting_for=_seconds(row["waiting_seconds"]),
+        )
+        for row in (fetch_dicts(sql.BLOCKED_EFFECTS, {"limit": BLOCKED_SHOWN}) if blocked else [])
+    ]
     return OpsSnapshot(
-        queues=list(queues.values()), dead_jobs=dead, unapplied_alert_after=alert_after
+        queues=list(queues.values()),
+        dead_jobs=dead,
+        unapplied_alert_after=alert_after,
+        blocked=blocked,
     )

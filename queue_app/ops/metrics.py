@@ -123,5 +123,5 @@ def exposition(*, accept: str = "", snapshot: OpsSnapshot | None = None) -> tupl
     # Prometheus text format by default; OpenMetrics when the scraper asks for it.
     encoder, content_type = choose_encoder(accept)
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(SnapshotCollector(snapshot or read_snapshot()))
+    registry.register(SnapshotCollector(snapshot or read_snapshot(blocked=False)))
     return encoder(registry), content_type

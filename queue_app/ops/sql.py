@@ -140,6 +140,27 @@ SELECT j.decision_id, j.queue_id, q.slug AS queue, d.item_id, d.verdict, j.attem
  LIMIT %(limit)s
 """
 
+# Items whose later effects are held back by a dead job (effects run in decision order per
+# item: sql.CLAIM_DUE_EFFECT_JOBS). One row per dead job that something waits behind, with
+# what an operator needs: the item, the dead decision and its error, and the decisions
+# waiting. Starts from the few dead jobs (effectjob_dead); the item's later decisions come
+# through the item foreign key's index.
+BLOCKED_EFFECTS = """
+SELECT d.item_id, q.slug AS queue, j.decision_id AS dead_decision_id, d.verdict,
+       j.attempts, j.last_error,
+       array_agg(later.id ORDER BY later.id) AS waiting_decision_ids,
+       extract(epoch FROM now() - min(later.created_at)) AS waiting_seconds
+  FROM queue_app_effectjob AS j
+  JOIN queue_app_decision AS d ON d.id = j.decision_id
+  JOIN queue_app_queue AS q ON q.id = j.queue_id
+  JOIN queue_app_decision AS later ON later.item_id = d.item_id AND later.id > d.id
+  JOIN queue_app_effectjob AS lj ON lj.decision_id = later.id AND lj.done_at IS NULL
+ WHERE j.dead = true AND j.done_at IS NULL
+ GROUP BY d.item_id, q.slug, j.decision_id, d.verdict, j.attempts, j.last_error
+ ORDER BY d.item_id, j.decision_id
+ LIMIT %(limit)s
+"""
+
 # -- doctor --------------------------------------------------------------------------------------
 
 # People holding more than one live lease in one queue: the claim's invariant (one per reviewer

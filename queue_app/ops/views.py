@@ -115,6 +115,9 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "snapshot": snapshot,
         "panels": [_queue_panel(f) for f in snapshot.queues],
         "overdue_queues": [f for f in snapshot.queues if f.unapplied_overdue],
+        "blocked": [
+            {"b": b, "waiting_for": human_duration(b.waiting_for)} for b in snapshot.blocked
+        ],
         "alert_minutes": int(snapshot.unapplied_alert_after.total_seconds() // 60),
         "min_samples": MIN_SAMPLES_FOR_TTL,
         "headroom": TTL_HEADROOM,

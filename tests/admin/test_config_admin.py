@@ -58,6 +58,8 @@ def test_it_creates_a_queue_with_every_setting(compliance, reviewers_group):
     ("fields", "field", "message"),
     [
         ({"effect": "webhook"}, "webhook_url", "A webhook effect needs the URL"),
+        ({"effect": "sys.exit"}, "effect", "sys.exit is not an allowed effect"),
+        ({"effect": "os.system"}, "effect", "os.system is not an allowed effect"),
         ({"lease_ttl": "00:00:00"}, None, "queue_lease_ttl_positive"),
         ({"escalation_threshold": "0"}, None, "queue_escalation_threshold_min"),
         ({"lease_ttl": "soon"}, "lease_ttl", "Enter a valid duration."),
@@ -72,6 +74,26 @@ def test_it_explains_a_bad_queue_setting(compliance, fields, field, message):
     text = " ".join(errors.get(field or "__all__", []))
     assert message in text, errors
     assert not Queue.objects.filter(slug="payments").exists()
+
+
+def test_a_queue_keeps_a_registered_effect_and_cannot_keep_one_set_outside_the_allow_list(
+    compliance, queue
+):
+    # Rows written before the allow-list name dotted paths: a registered one stays selectable.
+    Queue.objects.filter(pk=queue.pk).update(effect="tests.worker.ledger.record")
+    url = reverse("admin:queue_app_queue_change", args=[queue.pk])
+    saved = client_for(compliance).post(
+        url, _queue_form(slug="kyc", name="Kyc", effect="tests.worker.ledger.record")
+    )
+    assert saved.status_code == 302, saved.context["adminform"].form.errors
+    assert 'value="ledger_record"' in client_for(compliance).get(url).content.decode()
+
+    Queue.objects.filter(pk=queue.pk).update(effect="sys.exit")
+    refused = client_for(compliance).post(
+        url, _queue_form(slug="kyc", name="Kyc", effect="sys.exit")
+    )
+    assert refused.status_code == 200
+    assert "sys.exit is not an allowed effect" in refused.content.decode()
 
 
 def test_a_queue_cannot_escalate_to_itself(compliance, queue):

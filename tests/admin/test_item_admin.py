@@ -76,6 +76,27 @@ def test_the_timeline_tells_the_whole_story(queue, alice, bob, compliance):
     assert "Note: Expired passport" in page
 
 
+@pytest.mark.django_db(transaction=True)
+def test_the_timeline_says_a_decision_overturned_before_its_effect_ran_was_not_run(
+    queue, alice, compliance
+):
+    (item,) = make_items(queue, 1)
+    approved = decide(ReviewItem.objects.get(pk=item.pk), alice)
+    overturn = overturn_decision(
+        decision_id=approved.pk,
+        admin=compliance,
+        corrected_verdict="reject",
+        reason_code="reviewer_error",
+        note="Expired passport",
+    )
+
+    assert apply_one() and apply_one()
+
+    titles = _titles(compliance, item.pk)
+    assert f"Decision #{approved.pk} superseded before its turn: effect not run" in titles
+    assert titles[-1] == f"Decision #{overturn.pk} applied"
+
+
 def test_the_timeline_shows_auto_escalation_with_queue_names(queue, alice, compliance):
     queue.escalation_threshold = 1
     queue.save()

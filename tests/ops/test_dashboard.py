@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from queue_app.models import EffectJob
 from queue_app.ops.views import human_duration
-from queue_app.services import claim_next
+from queue_app.services import claim_next, overturn_decision
 from tests.conftest import make_items
 from tests.ops.conftest import age_item, backdate_decision, decide_after, mark_dead
 
@@ -110,6 +110,44 @@ def test_it_raises_the_unapplied_alarm_and_lists_dead_jobs(client, operator, que
     assert "1 decision not applied after 5 minutes" in html
     assert f'data-decision="{dead.pk}"' in html
     assert "receiver answered 502 Bad Gateway" in html
+
+
+def test_it_names_items_whose_effects_wait_behind_a_dead_job(
+    client, operator, queue, alice, supervisor
+):
+    item, other = make_items(queue, 2)
+    original = decide_after(item, alice, seconds=20, verdict="reject", reason="fraud")
+    mark_dead(original, error="receiver answered 400 Bad Request")
+    corrected = overturn_decision(
+        decision_id=original.pk,
+        admin=supervisor,
+        corrected_verdict="approve",
+        reason_code="reviewer_error",
+    )
+    mark_dead(decide_after(other, alice, seconds=20))  # dead, nothing waits behind it
+    client.force_login(operator)
+
+    html = client.get(URL).content.decode()
+
+    assert 'id="blocked-alarm"' in html
+    assert "1 item with effects held back by a dead job (BLOCKED_EFFECTS)" in html
+    row = re.search(rf'<tr data-blocked-item="{item.pk}">(.*?)</tr>', html, re.S)
+    assert row, html
+    assert f"{original.pk} (reject)" in row.group(1)
+    assert "receiver answered 400 Bad Request" in row.group(1)
+    assert f"<td>{corrected.pk}</td>" in row.group(1)
+    assert f'data-blocked-item="{other.pk}"' not in html
+
+
+def test_it_raises_no_blocked_alarm_when_nothing_waits(client, operator, queue, alice):
+    [item] = make_items(queue, 1)
+    mark_dead(decide_after(item, alice, seconds=20))
+    client.force_login(operator)
+
+    html = client.get(URL).content.decode()
+
+    assert 'id="blocked-alarm"' not in html
+    assert "Blocked items" not in html
 
 
 def test_it_says_all_is_applied_when_nothing_is_overdue(client, operator, queue, alice):

@@ -10,12 +10,14 @@ from datetime import timedelta
 import pytest
 from django.core.management import call_command
 from django.db import connection, connections, transaction
+from django.utils import timezone
 
-from queue_app.models import ReviewItem
+from queue_app.apply import apply_one
+from queue_app.models import EffectJob, ReviewItem
 from queue_app.ops.doctor import Thresholds, run_checks
-from queue_app.services import claim_batch, claim_next
+from queue_app.services import claim_batch, claim_next, overturn_decision, retry_effect_job
 from tests.conftest import make_items, make_queue
-from tests.ops.conftest import age_item, backdate_decision, decide_after
+from tests.ops.conftest import age_item, backdate_decision, decide_after, mark_dead
 
 
 def results(thresholds: Thresholds | None = None) -> dict[str, object]:
@@ -42,10 +44,11 @@ def test_it_passes_every_check_on_a_healthy_database(queue, alice, bob, capsys):
         "STARVATION",
         "LOCK_CONTENTION",
         "UNAPPLIED",
+        "BLOCKED_EFFECTS",
         "BLOAT",
     ):
         assert f"ok   {name}" in out
-    assert "All 6 checks passed." in out
+    assert "All 7 checks passed." in out
 
 
 @pytest.mark.django_db
@@ -145,7 +148,61 @@ def test_it_prints_failures_with_advice(queue, alice, capsys):
     out = capsys.readouterr().out
     assert "FAIL UNAPPLIED" in out
     assert "run_apply_worker" in out
-    assert "1 of 6 checks failed." in out
+    assert "1 of 7 checks failed." in out
+
+
+@pytest.mark.django_db
+def test_it_names_an_item_whose_effects_wait_behind_a_dead_job(queue, alice, supervisor, capsys):
+    item, other = make_items(queue, 2)
+    original = decide_after(item, alice, seconds=30, verdict="reject", reason="fraud")
+    mark_dead(original, error="webhook answered 400")
+    corrected = overturn_decision(
+        decision_id=original.pk,
+        admin=supervisor,
+        corrected_verdict="approve",
+        reason_code="reviewer_error",
+    )
+    alone = decide_after(other, alice, seconds=30)
+    mark_dead(alone)  # dead, but nothing of its item waits behind it
+
+    result = results()["BLOCKED_EFFECTS"]
+
+    assert not result.ok
+    assert result.summary.startswith("1 item(s) have effects held back by a dead job")
+    assert f"item {item.pk} (kyc): decision {original.pk} is dead after 8 attempt(s)" in (
+        result.summary
+    )
+    assert "webhook answered 400" in result.summary
+    assert f"decision(s) {corrected.pk} wait behind it" in result.summary
+    assert f"item {other.pk} " not in result.summary
+    assert "Retry it on /ops/" in result.advice
+    with pytest.raises(SystemExit):
+        call_command("doctor")
+    assert "FAIL BLOCKED_EFFECTS" in capsys.readouterr().out
+
+
+@pytest.mark.django_db
+def test_it_passes_blocked_effects_once_the_dead_job_is_retried_and_applied(
+    queue, alice, supervisor
+):
+    [item] = make_items(queue, 1)
+    original = decide_after(item, alice, seconds=30, verdict="reject", reason="fraud")
+    mark_dead(original)
+    overturn_decision(
+        decision_id=original.pk,
+        admin=supervisor,
+        corrected_verdict="approve",
+        reason_code="reviewer_error",
+    )
+    assert not results()["BLOCKED_EFFECTS"].ok
+
+    retry_effect_job(decision_id=original.pk, operator=supervisor)
+    # Due now (this test is one transaction, whose now() is its start).
+    EffectJob.objects.update(next_attempt_at=timezone.now() - timedelta(hours=1))
+    while apply_one():
+        pass
+
+    assert results()["BLOCKED_EFFECTS"].ok
 
 
 # -- faults that need a second, real connection ---------------------------------------------------

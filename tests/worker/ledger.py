@@ -55,3 +55,33 @@ def gated(decision: Decision) -> dict[str, Any]:
         if not HOLDER_GATE.wait(60):
             raise TimeoutError("the test never opened the gate")
     return record(decision)
+
+
+# Decisions whose first attempt has failed already (flaky fails each decision once).
+FAILED_ONCE: set[int] = set()
+
+
+def flaky(decision: Decision) -> dict[str, Any]:
+    """Fail a decision's first attempt (a receiver outage), then record it like record."""
+    if decision.pk not in FAILED_ONCE:
+        FAILED_ONCE.add(decision.pk)
+        raise RuntimeError(f"receiver down for decision {decision.pk}")
+    return record(decision)
+
+
+def exits(decision: Decision) -> None:
+    """Raise SystemExit from inside the handler, as sys.exit in an effect would."""
+    record(decision)
+    raise SystemExit(3)
+
+
+def interrupts(decision: Decision) -> None:
+    """Raise KeyboardInterrupt from inside the handler (not a signal to the worker)."""
+    raise KeyboardInterrupt
+
+
+def calls() -> list[int]:
+    """Return the decisions the ledger effect ran for, in the order the handler ran."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT decision_id FROM {LEDGER_TABLE} ORDER BY id")
+        return [row[0] for row in cursor.fetchall()]

@@ -112,7 +112,7 @@ def test_an_unknown_effect_goes_dead_at_once_with_a_clear_error(queue, alice):
 
     job = EffectJob.objects.get(decision=decision)
     assert job.dead and job.attempts == 1
-    assert "Unknown effect 'no_such_effect'" in job.last_error
+    assert "Effect 'no_such_effect' is not allowed" in job.last_error
     assert apply_one() is False
 
 
@@ -172,6 +172,9 @@ def test_an_overturn_is_applied_with_supersedes_and_corrected_verdict(queue, ali
     assert event["supersedes"] == original.pk
     assert event["corrected_verdict"] == "reject"
     assert event["standing_verdict"] == "reject"
+    # The decision's ordinal within its item, so receivers can order what they get.
+    assert event["item_sequence"] == 2
+    assert effects.decision_event(original)["item_sequence"] == 1
 
 
 def test_it_resolves_a_dotted_path_to_a_callable():
@@ -184,11 +187,17 @@ def test_it_resolves_a_dotted_path_to_a_callable():
 @pytest.mark.parametrize(
     ("name", "words"),
     [
-        ("tests.worker.ledger.LEDGER_TABLE", "is not callable"),
-        ("tests.worker.no_such_module.record", "cannot be imported"),
-        ("webhooks", "Unknown effect"),
+        ("table", "is not callable"),
+        ("missing", "cannot be imported"),
+        ("webhooks", "is not allowed"),
+        ("sys.exit", "is not allowed"),
+        ("os.system", "is not allowed"),
     ],
 )
-def test_it_refuses_an_effect_it_cannot_run(name, words):
+def test_it_refuses_an_effect_it_cannot_run(name, words, settings):
+    settings.REVIEW_EFFECTS = {
+        "table": "tests.worker.ledger.LEDGER_TABLE",
+        "missing": "tests.worker.no_such_module.record",
+    }
     with pytest.raises(PermanentEffectError, match=words):
         effects.resolve(name)

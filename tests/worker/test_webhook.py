@@ -128,6 +128,7 @@ def test_it_retries_with_growing_delays_then_dies_and_an_operator_retry_succeeds
     assert event["reason_code"] == "verified"
     assert event["item_subject"] == decision.item.subject
     assert event["supersedes"] is None and event["corrected_verdict"] is None
+    assert event["item_sequence"] == 1
 
 
 def test_a_timeout_is_recorded_as_transient(webhook_queue, receiver, alice):

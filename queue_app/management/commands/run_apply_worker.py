@@ -18,11 +18,12 @@ from types import FrameType
 from typing import Any
 
 import psycopg
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.db.backends.signals import connection_created
 
-from queue_app import checkpoint, services
+from queue_app import checkpoint, effects, services
 from queue_app.apply import BATCH_SIZE_RANGE, RetryPolicy, apply_batch
 from queue_app.errors import EffectError, InvalidBounds
 
@@ -90,6 +91,11 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            effects.registered()
+        except ImproperlyConfigured as exc:
+            # Refuse to start rather than fail every job of the queues using these effects.
+            raise CommandError(str(exc)) from None
         low, high = BATCH_SIZE_RANGE
         if not low <= options["batch_size"] <= high:
             raise CommandError(f"--batch-size must be between {low} and {high}.")
@@ -169,6 +175,9 @@ class ApplyWorker:
         signal.signal(signal.SIGINT, self._on_signal)
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        # Sets a flag and raises nothing: a SystemExit or KeyboardInterrupt seen while an
+        # effect runs therefore came from the effect, and is recorded as its failure
+        # (queue_app/apply.py), while a real signal stops the loop between decisions.
         if self.shutdown:
             # Second signal: the operator means it. The open transaction, if any, dies with the
             # connection and its decisions stay due.
