@@ -112,7 +112,7 @@ ALTER TABLE queue_app_reviewitem DROP CONSTRAINT item_escalation_decision_on_ori
 
 
 class Migration(migrations.Migration):
-    dependencies = [("queue_app", "0004_ops_indexes")]
+    dependencies = [("queue_app", "0005_effect_order")]
 
     operations = [
         migrations.AddField(

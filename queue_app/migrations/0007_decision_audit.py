@@ -162,7 +162,7 @@ DROP FUNCTION IF EXISTS queue_app_principal(bigint);
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("queue_app", "0004_ops_indexes"),
+        ("queue_app", "0006_idempotency_scope"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
         # The admin log, read once to find who created each existing API client.
         ("admin", "0003_logentry_add_action_flag_choices"),

@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('auth', '0012_alter_user_first_name_max_length'),
-        ('queue_app', '0004_ops_indexes'),
+        ('queue_app', '0007_decision_audit'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("queue_app", "0004_ops_indexes"),
+        ("queue_app", "0008_review_polish"),
     ]
 
     operations = [
