@@ -7,9 +7,10 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import IntegrityError, connection, transaction
 
+from queue_app.chain import seal_all
 from queue_app.models import AppliedDecision, Decision, ItemEvent, ReviewItem
 from queue_app.services import claim_next, submit_decision
-from tests.conftest import make_items, make_queue, shown_hash
+from tests.conftest import make_items, make_legacy, make_queue, shown_hash
 
 pytestmark = pytest.mark.django_db
 
@@ -98,6 +99,7 @@ def test_verify_decisions_names_a_row_altered_with_triggers_disabled(queue, alic
             reason_code="fraud",
             evidence_hash=shown_hash(item),
         )
+    seal_all()
     with connection.cursor() as cursor:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute("ALTER TABLE queue_app_decision DISABLE TRIGGER USER")
@@ -113,6 +115,7 @@ def test_verify_decisions_names_a_row_altered_with_triggers_disabled(queue, alic
 
 
 def test_recomputing_the_altered_rows_hash_breaks_the_next_link(queue, alice, decision):
+    # Decisions from before sealing (migration 0010) carry a per-decision chain.
     make_items(queue, 1, prefix="next")
     item = claim_next(queue=queue, reviewer=alice)
     later = submit_decision(
@@ -123,6 +126,7 @@ def test_recomputing_the_altered_rows_hash_breaks_the_next_link(queue, alice, de
         reason_code="verified",
         evidence_hash=shown_hash(item),
     )
+    make_legacy([decision.pk, later.pk])
     with connection.cursor() as cursor:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute("ALTER TABLE queue_app_decision DISABLE TRIGGER USER")
