@@ -350,7 +350,13 @@ def free_port() -> int:
 
 
 def start_web(
-    env: dict[str, str], workers: int, log_path: Path, *, wait_seconds: float = 180
+    env: dict[str, str],
+    workers: int,
+    log_path: Path,
+    *,
+    wait_seconds: float = 180,
+    app: str = "reviewconsole.wsgi",
+    extra_args: tuple[str, ...] = (),
 ) -> tuple[subprocess.Popen, int]:
     """Start gunicorn on a free loopback port with this environment, its output in log_path;
     return the process (leading its own process group) and the port once /healthz answers."""
@@ -358,8 +364,9 @@ def start_web(
     with log_path.open("ab") as log:
         proc = subprocess.Popen(
             [
-                str(ROOT / ".venv" / "bin" / "gunicorn"),
-                "reviewconsole.wsgi",
+                str(Path(sys.executable).with_name("gunicorn")),
+                app,
+                *extra_args,
                 "--bind",
                 f"127.0.0.1:{port}",
                 "--workers",

@@ -90,6 +90,11 @@ def _drain(target, args: list) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
+    parser.add_argument(
+        "--name",
+        default="peer",
+        help="results file name (bench/run_all uses peer-local for the server at :5432)",
+    )
     args = parser.parse_args()
     clients_list, units, reps = ([2], 60, 1) if args.smoke else ([1, 8, 32], 3_000, 3)
 
@@ -156,7 +161,7 @@ def main() -> None:
             flush=True,
         )
     results["peak_rss_mb"] = peak_rss_mb()
-    print("wrote", write_results("peer-smoke" if args.smoke else "peer", results))
+    print("wrote", write_results(f"{args.name}-smoke" if args.smoke else args.name, results))
 
 
 if __name__ == "__main__":

@@ -9,8 +9,9 @@ moment, signed with an Ed25519 key the database never sees. Later, ``verify_deci
 position still carries the recorded hash, and everything after it still chains. Truncation
 below the head, or any rewrite at or before it, fails.
 
-The document lists chains by name so that more than one chain (per queue, say) fits the same
-format; today there is one, ``decisions``.
+The document lists chains by name: ``decisions``, the per-decision chain of the decisions made
+before sealing began (fixed since), and ``seals``, the batches sealed since (queue_app/chain.py).
+A checkpoint seals what has committed first, so it covers every decision up to its time.
 """
 
 from __future__ import annotations
@@ -32,10 +33,12 @@ from django.conf import settings
 from django.db import connection
 
 from queue_app import sql
+from queue_app.chain import seal_all
 from queue_app.errors import EffectError, ReviewError
 
 FORMAT = "review-console-checkpoint/1"
-CHAIN_NAME = "decisions"
+CHAIN_NAME = "decisions"  # the per-decision chain of decisions made before sealing
+SEALS_NAME = "seals"  # the sealed batches since
 
 
 class CheckpointError(ReviewError):
@@ -119,21 +122,27 @@ def trusted_public_key(override: str | None = None) -> Ed25519PublicKey:
 
 
 def chain_heads() -> tuple[datetime, list[dict[str, Any]]]:
-    """Return the database clock and each chain's head (position, hash, decision id)."""
+    """Return the database clock and each chain's head (position, hash, and what it covers)."""
     with connection.cursor() as cursor:
-        cursor.execute(sql.CHAIN_HEAD)
-        now, seq, chain_hash, decision_id = cursor.fetchone()
-    heads = (
-        []
-        if seq is None
-        else [{"chain": CHAIN_NAME, "seq": seq, "hash": chain_hash, "decision_id": decision_id}]
-    )
+        cursor.execute(sql.CHAIN_HEADS)
+        now, seq, chain_hash, decision_id, batch_seq, batch_hash, batch_size = cursor.fetchone()
+    heads = []
+    if seq is not None:
+        heads.append(
+            {"chain": CHAIN_NAME, "seq": seq, "hash": chain_hash, "decision_id": decision_id}
+        )
+    if batch_seq is not None:
+        heads.append(
+            {"chain": SEALS_NAME, "seq": batch_seq, "hash": batch_hash, "size": batch_size}
+        )
     return now, heads
 
 
 def make_checkpoint(key: Ed25519PrivateKey | None = None) -> dict[str, Any]:
     """Return a signed checkpoint document of the chain heads as they are now."""
     key = key or signing_key()
+    # Seal what has committed so far, so the checkpoint covers every decision up to now.
+    seal_all()
     now, heads = chain_heads()
     body = {
         "format": FORMAT,
@@ -184,9 +193,10 @@ def verify_checkpoint(document: dict[str, Any], public_key: Ed25519PublicKey) ->
         )
     with connection.cursor() as cursor:
         for head in document["chains"]:
-            if head["chain"] != CHAIN_NAME:
+            if head["chain"] not in (CHAIN_NAME, SEALS_NAME):
                 return Outcome(False, f"The checkpoint names an unknown chain {head['chain']!r}.")
-            cursor.execute(sql.CHAIN_LINK_AT, {"seq": head["seq"]})
+            statement = sql.CHAIN_LINK_AT if head["chain"] == CHAIN_NAME else sql.BATCH_AT
+            cursor.execute(statement, {"seq": head["seq"]})
             row = cursor.fetchone()
             if row is None:
                 return Outcome(
@@ -197,9 +207,9 @@ def verify_checkpoint(document: dict[str, Any], public_key: Ed25519PublicKey) ->
             if row[0] != head["hash"]:
                 return Outcome(
                     False,
-                    f"Rewritten: the decision at chain position {head['seq']} (id {row[1]}) no "
-                    f"longer carries the hash the checkpoint of {document['created_at']} "
-                    "recorded; the log at or before it was altered and its hashes recomputed.",
+                    f"Rewritten: {head['chain']} position {head['seq']} no longer carries the "
+                    f"hash the checkpoint of {document['created_at']} recorded; the log at or "
+                    "before it was altered and its hashes recomputed.",
                 )
     positions = ", ".join(f"{h['chain']} #{h['seq']}" for h in document["chains"]) or "empty"
     return Outcome(

@@ -35,9 +35,11 @@ def set_local_timeouts(*, lock_timeout_ms: int, statement_timeout_ms: int) -> No
         )
 
 
-def fetch_dicts(statement: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+def fetch_dicts(
+    statement: str, params: dict[str, Any], *, using: str = "default"
+) -> list[dict[str, Any]]:
     """Run a statement and return its rows as dicts keyed by column name."""
-    with connection.cursor() as cursor:
+    with connections[using].cursor() as cursor:
         cursor.execute(statement, params)
         if cursor.description is None:
             return []

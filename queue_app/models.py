@@ -546,6 +546,61 @@ class ChainVerification(models.Model):
         return f"Chain {'verified' if self.ok else 'BROKEN'} at {local_text(self.ran_at)}"
 
 
+class ChainBatch(models.Model):
+    """A sealed batch of decisions: a Merkle root over them, chained to the batch before it.
+
+    Decisions commit without any chain lock; the sealer (queue_app/chain.py, run by the apply
+    worker) gathers the committed, unsealed ones into a batch shortly after. Append-only.
+    """
+
+    seq = models.BigIntegerField(primary_key=True)
+    size = models.PositiveIntegerField()
+    merkle_root = models.CharField(max_length=64)
+    # The previous batch's hash; for the first batch, the head of the per-decision chain that
+    # decisions carried before sealing existed (chain_hash), so old and new form one log.
+    prev_hash = models.CharField(max_length=64, blank=True)
+    batch_hash = models.CharField(max_length=64, unique=True)
+    sealed_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-seq"]
+
+    def __str__(self) -> str:
+        return f"Sealed batch #{self.seq} ({self.size} decisions)"
+
+
+class ChainEntry(models.Model):
+    """A decision's place in a sealed batch (its leaf position in the batch's Merkle tree)."""
+
+    decision = models.OneToOneField(
+        Decision, primary_key=True, on_delete=models.PROTECT, related_name="seal"
+    )
+    batch = models.ForeignKey(ChainBatch, on_delete=models.PROTECT, related_name="entries")
+    position = models.PositiveIntegerField()
+    # The leaf as sealed: the batch root is over these, and a decision whose leaf today differs
+    # from its sealed leaf is the one that was altered.
+    leaf = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["batch", "position"], name="chainentry_position")
+        ]
+
+    def __str__(self) -> str:
+        return f"Decision #{self.decision_id} at {self.batch_id}/{self.position}"
+
+
+class UnsealedDecision(models.Model):
+    """Work for the sealer: a committed decision not yet in a batch (written by a trigger)."""
+
+    decision = models.OneToOneField(
+        Decision, primary_key=True, on_delete=models.PROTECT, related_name="+"
+    )
+
+    def __str__(self) -> str:
+        return f"Decision #{self.decision_id} (unsealed)"
+
+
 class ApiScope(models.TextChoices):
     INTAKE = "intake", "Intake (push items)"
     ADJUDICATE = "adjudicate", "Adjudicate (lease and decide)"

@@ -312,9 +312,10 @@ WITH candidates AS MATERIALIZED (
 SELECT * FROM moved
 """
 
-# Walk the decision chain in order, recomputing each link with the same SQL function the
-# insert trigger uses, and return the first row whose stored hash does not match (or whose
-# sequence skips). Streams: one pass over the chain_seq index.
+# Walk the per-decision chain (decisions recorded before sealing existed carry chain_seq and
+# chain_hash) in order, recomputing each link with the same SQL function the old insert trigger
+# used, and return the first row whose stored hash does not match (or whose sequence skips).
+# Streams: one pass over the chain_seq index.
 VERIFY_CHAIN = """
 SELECT id, chain_seq, chain_hash, expected
   FROM (
@@ -324,6 +325,7 @@ SELECT id, chain_seq, chain_hash, expected
                'UTF8')), 'hex') AS expected,
            lag(d.chain_seq) OVER w AS previous_seq
       FROM queue_app_decision AS d
+     WHERE d.chain_seq IS NOT NULL
     WINDOW w AS (ORDER BY d.chain_seq)
   ) AS links
  WHERE chain_hash <> expected OR chain_seq <> coalesce(previous_seq, 0) + 1
@@ -333,19 +335,115 @@ SELECT id, chain_seq, chain_hash, expected
 
 COUNT_DECISIONS = "SELECT count(*) FROM queue_app_decision"
 
-# The chain's head (highest position) and the database clock, for a signed checkpoint. One
-# index lookup on the unique chain_seq.
-CHAIN_HEAD = """
-SELECT now(), d.chain_seq, d.chain_hash, d.id
+# The heads of both chains and the database clock, for a signed checkpoint: the per-decision
+# chain's last link (fixed since sealing began) and the last sealed batch. Two index lookups.
+CHAIN_HEADS = """
+SELECT now(), d.chain_seq, d.chain_hash, d.id, b.seq, b.batch_hash, b.size
   FROM (SELECT 1) AS one
   LEFT JOIN LATERAL (
         SELECT chain_seq, chain_hash, id FROM queue_app_decision
          WHERE chain_seq IS NOT NULL ORDER BY chain_seq DESC LIMIT 1
        ) AS d ON true
+  LEFT JOIN LATERAL (
+        SELECT seq, batch_hash, size FROM queue_app_chainbatch ORDER BY seq DESC LIMIT 1
+       ) AS b ON true
 """
 
-# The link at one chain position, to compare with what a checkpoint recorded there.
+# The link at one position of the per-decision chain, to compare with a checkpoint.
 CHAIN_LINK_AT = "SELECT chain_hash, id FROM queue_app_decision WHERE chain_seq = %(seq)s"
+
+# The sealed batch at one position, to compare with a checkpoint.
+BATCH_AT = "SELECT batch_hash, size FROM queue_app_chainbatch WHERE seq = %(seq)s"
+
+# -- sealing -------------------------------------------------------------------------------------
+# Decisions commit without a chain lock (migration 0010); the sealer places them afterwards.
+
+# One sealer at a time, anywhere: the others skip this round instead of waiting (the lock is
+# the transaction's; a sealer that dies releases it with its connection).
+TRY_SEAL_LOCK = "SELECT pg_try_advisory_xact_lock(%(key)s)"
+
+# Take up to %(limit)s committed, unsealed decisions (oldest first) off the sealer's list and
+# return each with its Merkle leaf. A decision whose transaction has not committed yet is not
+# visible here and waits for the next round: nothing is sealed before it is final.
+TAKE_UNSEALED = """
+WITH taken AS (
+    DELETE FROM queue_app_unsealeddecision
+     WHERE decision_id IN (SELECT decision_id FROM queue_app_unsealeddecision
+                            ORDER BY decision_id LIMIT %(limit)s)
+ RETURNING decision_id
+)
+SELECT d.id, queue_app_decision_leaf(d) AS leaf
+  FROM queue_app_decision AS d JOIN taken ON taken.decision_id = d.id
+ ORDER BY d.id
+"""
+
+# The batch a new seal chains to: the last batch, or (for the first batch) the head of the
+# per-decision chain.
+SEAL_PREDECESSOR = """
+SELECT coalesce(
+         (SELECT seq FROM queue_app_chainbatch ORDER BY seq DESC LIMIT 1), 0) AS seq,
+       coalesce(
+         (SELECT batch_hash FROM queue_app_chainbatch ORDER BY seq DESC LIMIT 1),
+         (SELECT chain_hash FROM queue_app_decision
+           WHERE chain_seq IS NOT NULL ORDER BY chain_seq DESC LIMIT 1),
+         '') AS hash
+"""
+
+# Record a sealed batch and its entries (one row per decision, its leaf position) in one
+# statement.
+INSERT_BATCH = """
+WITH batch AS (
+    INSERT INTO queue_app_chainbatch (seq, size, merkle_root, prev_hash, batch_hash, sealed_at)
+    VALUES (%(seq)s, %(size)s, %(root)s, %(prev_hash)s, %(batch_hash)s, now())
+ RETURNING seq
+)
+INSERT INTO queue_app_chainentry (decision_id, batch_id, position, leaf)
+SELECT decision_id, (SELECT seq FROM batch), position - 1, leaf
+  FROM unnest(%(decision_ids)s::bigint[], %(leaves)s::text[])
+       WITH ORDINALITY AS e (decision_id, leaf, position)
+"""
+
+# Every sealed batch with its entries, in order, for verification: each entry's leaf as sealed
+# and as recomputed from the decision now (an altered decision no longer matches its sealed
+# leaf; altered sealed leaves no longer give the batch's root). Streams through a server-side
+# cursor.
+SEALED_LEAVES = """
+SELECT b.seq, b.size, b.merkle_root, b.prev_hash, b.batch_hash,
+       e.position, e.decision_id, e.leaf AS sealed_leaf, queue_app_decision_leaf(d) AS leaf
+  FROM queue_app_chainbatch AS b
+  LEFT JOIN queue_app_chainentry AS e ON e.batch_id = b.seq
+  LEFT JOIN queue_app_decision AS d ON d.id = e.decision_id
+ ORDER BY b.seq, e.position
+"""
+
+# The last link of the per-decision chain, which the first sealed batch chains to.
+OLD_CHAIN_HEAD_HASH = """
+SELECT coalesce((SELECT chain_hash FROM queue_app_decision WHERE chain_seq IS NOT NULL
+                  ORDER BY chain_seq DESC LIMIT 1), '') AS hash
+"""
+
+# A sealed decision's batch and the sealed leaves of that batch, for an inclusion proof.
+INCLUSION_PROOF = """
+SELECT e.batch_id AS seq, e.position, b.size, b.merkle_root, b.batch_hash,
+       (SELECT array_agg(e2.leaf ORDER BY e2.position)
+          FROM queue_app_chainentry AS e2 WHERE e2.batch_id = e.batch_id) AS leaves
+  FROM queue_app_chainentry AS e JOIN queue_app_chainbatch AS b ON b.seq = e.batch_id
+ WHERE e.decision_id = %(decision_id)s
+"""
+
+# Decisions neither in the old chain, nor sealed, nor waiting to be: someone removed the row
+# that queued them. Also the oldest still waiting, to tell a stopped sealer from a busy one.
+UNACCOUNTED_DECISIONS = """
+SELECT
+  (SELECT min(d.id) FROM queue_app_decision AS d
+    WHERE d.chain_seq IS NULL
+      AND NOT EXISTS (SELECT 1 FROM queue_app_chainentry AS e WHERE e.decision_id = d.id)
+      AND NOT EXISTS (SELECT 1 FROM queue_app_unsealeddecision AS u WHERE u.decision_id = d.id)
+  ) AS first_unaccounted,
+  (SELECT count(*) FROM queue_app_unsealeddecision) AS waiting,
+  (SELECT min(d.created_at) FROM queue_app_unsealeddecision AS u
+     JOIN queue_app_decision AS d ON d.id = u.decision_id) AS oldest_waiting
+"""
 
 # -- apply worker --------------------------------------------------------------------------------
 # The outbox drain (queue_app/apply.py). A job is due when it is neither done nor dead and its

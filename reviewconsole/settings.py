@@ -137,6 +137,20 @@ REVIEW_PREPARED_STATEMENTS = env.bool("REVIEW_PREPARED_STATEMENTS", default=True
 if REVIEW_PREPARED_STATEMENTS:
     _db_options.setdefault("prepare_threshold", 5)
 
+# A streaming read replica for the heavy readers (/ops/, /metrics, decision exports), which
+# tolerate seconds of lag; everything else (claims, decisions, the item page) stays on the
+# primary. Unset: one database for all. See reviewconsole/routers.py and docs/scaling.md.
+if env("DATABASE_REPLICA_URL", default=""):
+    DATABASES["replica"] = {
+        **env.db("DATABASE_REPLICA_URL"),
+        "CONN_MAX_AGE": DATABASES["default"]["CONN_MAX_AGE"],
+        "CONN_HEALTH_CHECKS": True,
+        # Tests read the replica from the primary's test database, as if replication were
+        # instant.
+        "TEST": {"MIRROR": "default"},
+    }
+DATABASE_ROUTERS = ["reviewconsole.routers.ReplicaRouter"]
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

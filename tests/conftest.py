@@ -79,6 +79,38 @@ def make_items(
     ]
 
 
+def make_legacy(decision_ids: list[int]) -> None:
+    """Give decisions the per-decision chain links they would carry from before sealing.
+
+    Migration 0010 ended chain assignment at insert time; decisions recorded earlier keep
+    chain_seq and chain_hash. This rewrites the given decisions (with user triggers off, as a
+    restore would) into exactly that shape, in id order, and takes them off the sealer's list.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute("ALTER TABLE queue_app_decision DISABLE TRIGGER USER")
+        cursor.execute(
+            "DELETE FROM queue_app_unsealeddecision WHERE decision_id = ANY(%s)", [decision_ids]
+        )
+        cursor.execute(
+            """
+            DO $$
+            DECLARE d queue_app_decision; prev text := ''; n bigint := 0;
+            BEGIN
+              FOR d IN SELECT * FROM queue_app_decision WHERE id = ANY(%s) ORDER BY id LOOP
+                n := n + 1;
+                d.chain_seq := n;
+                UPDATE queue_app_decision AS x SET chain_seq = n,
+                       chain_hash = encode(sha256(convert_to(
+                           prev || '|' || queue_app_decision_chain_input(d), 'UTF8')), 'hex')
+                 WHERE x.id = d.id RETURNING x.chain_hash INTO prev;
+              END LOOP;
+            END $$
+            """.replace("%s", "ARRAY[" + ",".join(str(int(i)) for i in decision_ids) + "]")
+        )
+        cursor.execute("ALTER TABLE queue_app_decision ENABLE TRIGGER USER")
+
+
 def shown_hash(item: ReviewItem) -> str:
     """The evidence hash the item page would put in the form."""
     return evidence_hash(subject=item.subject, payload=item.payload)

@@ -23,6 +23,12 @@ EXPECTED = {
         )
         and r["peak_rss_mb"] > 0
     ),
+    "decisions.py": lambda r: (
+        all(s["global_lock"] > 0 and s["sealed"] > 0 for s in r["scenarios"].values())
+        and r["pgbench_commits_per_second"] > 0
+        and r["all_sealed"]
+    ),
+    "web_minimal.py": lambda r: r["ours"] > 0 and r["minimal"] > 0 and r["profile"]["cycles"] > 0,
     "web.py": lambda r: (
         r["max"]["cycles"] > 0
         and r["at_90pct"]["pages"]["decide"]["n"] > 0

@@ -1,8 +1,9 @@
 """Signed checkpoints: the log must still extend what was anchored outside the database.
 
 Each attack is carried out for real on this test database, with the append-only triggers
-switched off the way an owner could: rows cut off the end, and rows rewritten with every later
-hash recomputed. The plain chain check is fooled by both; the checkpoint is not.
+switched off the way an owner could: sealed batches cut off the end, and a decision rewritten
+with every sealed leaf, root and batch hash recomputed. The plain chain check is fooled by
+both; the checkpoint is not.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from django.core.management.base import CommandError
 from django.db import connection
 
 from queue_app import checkpoint
-from queue_app.models import Decision
+from queue_app.chain import batch_hash, merkle_root, seal_all
+from queue_app.models import ChainBatch, Decision
 from queue_app.services import claim_next, submit_decision
-from tests.conftest import make_items, shown_hash
+from tests.conftest import make_items, make_legacy, shown_hash
 
 pytestmark = pytest.mark.django_db
 
@@ -65,43 +67,59 @@ def verify(path: Path, *extra: str) -> str:
     return out.getvalue()
 
 
+LOG_TABLES = (
+    "queue_app_decision",
+    "queue_app_applieddecision",
+    "queue_app_chainentry",
+    "queue_app_chainbatch",
+)
+
+
 def as_owner_without_triggers(statements: list[tuple[str, list]]) -> None:
     with connection.cursor() as cursor:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        cursor.execute("ALTER TABLE queue_app_decision DISABLE TRIGGER USER")
+        for table in LOG_TABLES:
+            cursor.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
         for statement, params in statements:
             cursor.execute(statement, params)
-        cursor.execute("ALTER TABLE queue_app_decision ENABLE TRIGGER USER")
+        for table in LOG_TABLES:
+            cursor.execute(f"ALTER TABLE {table} ENABLE TRIGGER USER")
 
 
-# Recompute every link from the chain's start, as a careful forger would after a rewrite.
-RECHAIN = """
-DO $$
-DECLARE
-  d queue_app_decision;
-  prev text := '';
-BEGIN
-  FOR d IN SELECT * FROM queue_app_decision ORDER BY chain_seq LOOP
-    UPDATE queue_app_decision AS x
-       SET chain_hash = encode(sha256(convert_to(
-             prev || '|' || queue_app_decision_chain_input(d), 'UTF8')), 'hex')
-     WHERE x.id = d.id
-    RETURNING x.chain_hash INTO prev;
-  END LOOP;
-END $$;
-"""
+def reseal_everything() -> None:
+    """Recompute every sealed leaf, root and batch hash, as a careful forger would."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute("ALTER TABLE queue_app_chainentry DISABLE TRIGGER USER")
+        cursor.execute("ALTER TABLE queue_app_chainbatch DISABLE TRIGGER USER")
+        cursor.execute(
+            "UPDATE queue_app_chainentry AS e SET leaf = queue_app_decision_leaf(d) "
+            "FROM queue_app_decision AS d WHERE d.id = e.decision_id"
+        )
+        previous = ""
+        for batch in ChainBatch.objects.order_by("seq"):
+            leaves = [
+                bytes.fromhex(leaf)
+                for leaf in batch.entries.order_by("position").values_list("leaf", flat=True)
+            ]
+            root = merkle_root(leaves).hex()
+            new_hash = batch_hash(prev_hash=previous, seq=batch.seq, size=batch.size, root=root)
+            cursor.execute(
+                "UPDATE queue_app_chainbatch SET merkle_root = %s, prev_hash = %s, "
+                "batch_hash = %s WHERE seq = %s",
+                [root, previous, new_hash, batch.seq],
+            )
+            previous = new_hash
+        cursor.execute("ALTER TABLE queue_app_chainentry ENABLE TRIGGER USER")
+        cursor.execute("ALTER TABLE queue_app_chainbatch ENABLE TRIGGER USER")
 
 
-def test_the_checkpoint_names_the_chain_head_and_is_signed(queue, alice, tmp_path):
-    decisions = decide(queue, alice, 3, "a")
+def test_the_checkpoint_seals_first_and_names_the_last_batch(queue, alice, tmp_path):
+    decide(queue, alice, 3, "a")
     document = json.loads(write_checkpoint(tmp_path).read_text())
     [head] = document["chains"]
-    last = Decision.objects.get(pk=decisions[-1].pk)
-    assert (head["seq"], head["hash"], head["decision_id"]) == (
-        last.chain_seq,
-        last.chain_hash,
-        last.pk,
-    )
+    batch = ChainBatch.objects.get()
+    assert head == {"chain": "seals", "seq": 1, "hash": batch.batch_hash, "size": 3}
     assert document["public_key"] == PUBLIC
     assert len(document["signature"]) == 88  # 64 bytes, base64
 
@@ -119,14 +137,27 @@ def test_an_empty_log_can_be_checkpointed(tmp_path):
     assert "(empty)" in verify(path)
 
 
+def test_the_checkpoint_names_the_old_chain_too(queue, alice, tmp_path):
+    decisions = decide(queue, alice, 2, "a")
+    make_legacy([d.pk for d in decisions])
+    document = json.loads(write_checkpoint(tmp_path).read_text())
+    assert [h["chain"] for h in document["chains"]] == ["decisions"]
+    last = Decision.objects.get(pk=decisions[-1].pk)
+    assert document["chains"][0]["hash"] == last.chain_hash
+    assert "extends" in verify(write_checkpoint(tmp_path))
+
+
 def test_it_fails_when_rows_were_cut_off_the_end(queue, alice, tmp_path):
-    decisions = decide(queue, alice, 3, "a")
-    path = write_checkpoint(tmp_path)
-    cut = [d.pk for d in decisions[1:]]
+    decide(queue, alice, 2, "a")
+    seal_all()
+    cut = [d.pk for d in decide(queue, alice, 2, "b")]
+    path = write_checkpoint(tmp_path)  # seals the last two as batch 2
     as_owner_without_triggers(
         [
             ("DELETE FROM queue_app_effectjob WHERE decision_id = ANY(%s)", [cut]),
             ("DELETE FROM queue_app_applieddecision WHERE decision_id = ANY(%s)", [cut]),
+            ("DELETE FROM queue_app_chainentry WHERE decision_id = ANY(%s)", [cut]),
+            ("DELETE FROM queue_app_chainbatch WHERE seq = 2", []),
             ("DELETE FROM queue_app_decision WHERE id = ANY(%s)", [cut]),
         ]
     )
@@ -140,11 +171,11 @@ def test_it_fails_when_the_chain_was_rewritten_and_recomputed(queue, alice, tmp_
     decisions = decide(queue, alice, 3, "a")
     path = write_checkpoint(tmp_path)
     as_owner_without_triggers(
-        [
-            ("UPDATE queue_app_decision SET note = 'forged' WHERE id = %s", [decisions[0].pk]),
-            (RECHAIN, []),
-        ]
+        [("UPDATE queue_app_decision SET note = 'forged' WHERE id = %s", [decisions[0].pk])]
     )
+    with pytest.raises(CommandError, match=f"broken at decision {decisions[0].pk}"):
+        call_command("verify_decisions")
+    reseal_everything()
     call_command("verify_decisions")
     with pytest.raises(CommandError, match="Rewritten"):
         verify(path)
@@ -154,10 +185,7 @@ def test_it_fails_when_the_checkpoint_file_was_edited(queue, alice, tmp_path):
     decide(queue, alice, 2, "a")
     path = write_checkpoint(tmp_path)
     document = json.loads(path.read_text())
-    document["chains"][0]["seq"] -= 1
-    document["chains"][0]["hash"] = Decision.objects.get(
-        chain_seq=document["chains"][0]["seq"]
-    ).chain_hash
+    document["chains"][0]["size"] -= 1
     path.write_text(json.dumps(document))
     with pytest.raises(CommandError, match="signature does not verify"):
         verify(path)

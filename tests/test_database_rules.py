@@ -12,6 +12,7 @@ from django.core.management.base import CommandError
 from django.db import IntegrityError, connection, transaction
 
 from queue_app.api.auth import issue_api_client
+from queue_app.chain import seal_all
 from queue_app.models import (
     ApiClient,
     AppliedDecision,
@@ -21,7 +22,7 @@ from queue_app.models import (
     ReviewItem,
 )
 from queue_app.services import claim_batch, claim_next, overturn_decision, submit_decision
-from tests.conftest import make_items, make_queue, run_in_threads, shown_hash
+from tests.conftest import make_items, make_legacy, make_queue, run_in_threads, shown_hash
 
 pytestmark = pytest.mark.django_db
 
@@ -110,6 +111,7 @@ def test_verify_decisions_names_a_row_altered_with_triggers_disabled(queue, alic
             reason_code="fraud",
             evidence_hash=shown_hash(item),
         )
+    seal_all()
     with connection.cursor() as cursor:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute("ALTER TABLE queue_app_decision DISABLE TRIGGER USER")
@@ -125,6 +127,7 @@ def test_verify_decisions_names_a_row_altered_with_triggers_disabled(queue, alic
 
 
 def test_recomputing_the_altered_rows_hash_breaks_the_next_link(queue, alice, decision):
+    # Decisions from before sealing (migration 0010) carry a per-decision chain.
     make_items(queue, 1, prefix="next")
     item = claim_next(queue=queue, reviewer=alice)
     later = submit_decision(
@@ -135,6 +138,7 @@ def test_recomputing_the_altered_rows_hash_breaks_the_next_link(queue, alice, de
         reason_code="verified",
         evidence_hash=shown_hash(item),
     )
+    make_legacy([decision.pk, later.pk])
     with connection.cursor() as cursor:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute("ALTER TABLE queue_app_decision DISABLE TRIGGER USER")

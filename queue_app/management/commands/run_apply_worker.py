@@ -23,7 +23,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.db.backends.signals import connection_created
 
-from queue_app import checkpoint, effects, services
+from queue_app import chain, checkpoint, effects, services
 from queue_app.apply import BATCH_SIZE_RANGE, RetryPolicy, apply_batch
 from queue_app.errors import EffectError, InvalidBounds
 
@@ -78,6 +78,15 @@ class Command(BaseCommand):
             help="Seconds between sweeps for abandoned items to escalate; 0 disables.",
         )
         parser.add_argument(
+            "--seal-every",
+            type=float,
+            default=1.0,
+            help=(
+                "Seconds between sealing rounds (committed decisions into the chain); 0 "
+                "disables (then run seal_decisions some other way)."
+            ),
+        )
+        parser.add_argument(
             "--checkpoint-every",
             type=float,
             default=0.0,
@@ -103,6 +112,8 @@ class Command(BaseCommand):
             raise CommandError("--poll-interval must be between 0.05 and 60 seconds.")
         if options["escalate_every"] < 0:
             raise CommandError("--escalate-every must be 0 (off) or a number of seconds.")
+        if options["seal_every"] < 0:
+            raise CommandError("--seal-every must be 0 (off) or a number of seconds.")
         if options["checkpoint_every"] < 0:
             raise CommandError("--checkpoint-every must be 0 (off) or a number of minutes.")
         if options["checkpoint_every"]:
@@ -124,6 +135,7 @@ class Command(BaseCommand):
             poll_interval=options["poll_interval"],
             escalate_every=options["escalate_every"],
             checkpoint_every=options["checkpoint_every"] * 60,
+            seal_every=options["seal_every"],
             policy=policy,
             notify=not options["no_notify"],
         )
@@ -154,6 +166,7 @@ class ApplyWorker:
         escalate_every: float,
         policy: RetryPolicy,
         checkpoint_every: float = 0.0,
+        seal_every: float = 0.0,
         notify: bool,
     ) -> None:
         self.batch_size = batch_size
@@ -164,6 +177,8 @@ class ApplyWorker:
         self.shutdown = False
         self.listener: psycopg.Connection[Any] | None = None
         self.next_sweep = time.monotonic()
+        self.seal_every = seal_every
+        self.next_seal = time.monotonic()
         self.checkpoint_every = checkpoint_every
         self.next_checkpoint = time.monotonic()
         self.failures = 0
@@ -193,6 +208,7 @@ class ApplyWorker:
     def drain(self) -> None:
         """Apply everything due now, then return."""
         self._sweep_if_due()
+        self._seal_if_due()
         self._checkpoint_if_due()
         while not self.shutdown and self._step():
             pass
@@ -213,6 +229,7 @@ class ApplyWorker:
                 if self.notify and self.listener is None:
                     self.listener = self._listen()
                 self._sweep_if_due()
+                self._seal_if_due()
                 self._checkpoint_if_due()
                 worked = self._step()
                 if self.failures:
@@ -221,6 +238,8 @@ class ApplyWorker:
                 # Keep going while there is work; then wait for news.
                 while worked and not self.shutdown:
                     worked = self._step()
+                    # A busy outbox must not hold sealing back: it has its own cadence.
+                    self._seal_if_due()
                 if not self.shutdown:
                     self._wait()
             except Exception as exc:
@@ -238,6 +257,14 @@ class ApplyWorker:
             return
         self.next_sweep = time.monotonic() + self.escalate_every
         services.escalate_abandoned()
+
+    def _seal_if_due(self) -> None:
+        if not self.seal_every or time.monotonic() < self.next_seal:
+            return
+        self.next_seal = time.monotonic() + self.seal_every
+        sealed = chain.seal_all()
+        if sealed:
+            logger.info("decisions sealed", extra={"count": sealed})
 
     def _checkpoint_if_due(self) -> None:
         if not self.checkpoint_every or time.monotonic() < self.next_checkpoint:

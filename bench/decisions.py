@@ -1,0 +1,235 @@
+"""B7: decision throughput at 32 clients over 1 queue and over 8, sealed chain vs global lock.
+
+Until migration 0010 every decision took one advisory lock (the chain's) in its insert trigger
+and held it through its commit, so decisions in every queue committed one at a time. The
+baseline here is exactly that trigger (as migration 0007 defined it, installed into the
+scratch database for its runs and replaced by the current one afterwards); the candidate is the
+current code, with a sealer process running beside the reviewers as the apply worker would.
+Each side runs the same reviewer cycle (claim_next + submit_decision) in 32 processes, all set
+up before any starts, spread over 1 queue or over 8; the sides alternate, medians compared.
+pgbench's commit rate at 32 clients (one-row INSERT per transaction) gives the scale.
+
+    .venv/bin/python bench/decisions.py            # full run (~4 min)
+    .venv/bin/python bench/decisions.py --smoke    # tiny, for CI
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import (
+    bench_database,
+    load_pending,
+    machine,
+    peak_rss_mb,
+    review_next,
+    reviewer_process,
+    scratch_database,
+    server_params,
+    start_together,
+    write_results,
+)
+
+DB = "rc_bench_decisions"
+# The old code's insert trigger, taken from the migration that last defined it (0007): the
+# same checks as today's, plus the chain lock and the chain link assigned under it.
+BASELINE_SQL = "queue_app.migrations.0007_decision_audit"
+# The old code had no sealer's list: the baseline runs without the trigger that fills it.
+SEALING_TRIGGER = "decision_queue_for_sealing"
+
+
+def setup(queues: int, reviewers: int, stock: dict[int, int]) -> tuple[list[int], list[int]]:
+    """Create the queues (reason "ok"), reviewers who may work in all of them, and items."""
+    from django.contrib.auth.models import Group, User
+
+    from queue_app.models import Queue, ReasonCode
+
+    group = Group.objects.create(name="b7 reviewers")
+    queue_ids = []
+    for i in range(queues):
+        queue = Queue.objects.create(slug=f"b7-{i}", name=f"B7 {i}")
+        queue.reviewer_groups.add(group)
+        ReasonCode.objects.create(queue=queue, verdict="approve", code="ok", label="OK")
+        load_pending(queue.pk, stock.get(i, stock[-1]), prefix=f"b7q{i}")
+        queue_ids.append(queue.pk)
+    users = []
+    for i in range(reviewers):
+        user = User.objects.create_user(f"b7-{i}")
+        user.groups.add(group)
+        users.append(user.pk)
+    return queue_ids, users
+
+
+def baseline_trigger() -> str:
+    """Return the CREATE FUNCTION of the decision insert trigger as migration 0007 left it."""
+    import importlib
+
+    forward = importlib.import_module(BASELINE_SQL).FORWARD
+    start = forward.index("CREATE OR REPLACE FUNCTION queue_app_decision_before_insert()")
+    return forward[start : forward.index("$$;", start) + 3]
+
+
+def use_baseline(on: bool, current_definition: str) -> None:
+    """Install the global-lock trigger (on) or put the current one back (off)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        if on:
+            cursor.execute(baseline_trigger())
+            cursor.execute(
+                "ALTER TABLE queue_app_decision DISABLE TRIGGER decision_queue_for_sealing"
+            )
+        else:
+            cursor.execute(current_definition)
+            cursor.execute(
+                "ALTER TABLE queue_app_decision ENABLE TRIGGER decision_queue_for_sealing"
+            )
+
+
+def _reviewer(args: tuple[int, int, float], ready) -> int:
+    user_id, queue_id, seconds = args
+    queue, me = reviewer_process(user_id, queue_id)
+    ready()
+    done = 0
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline and review_next(queue, me):
+        done += 1
+    return done
+
+
+def _sealer(stop) -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewconsole.settings")
+    import django
+
+    django.setup()
+    from queue_app.chain import seal_all
+
+    while not stop.is_set():
+        seal_all()
+        stop.wait(1.0)
+    seal_all()
+
+
+def run(users: list[int], queue_ids: list[int], seconds: float, *, sealer: bool) -> float:
+    """Return decisions per second with one reviewer process per user over the queues."""
+    ctx = mp.get_context("spawn")
+    stop = ctx.Event()
+    sealing = ctx.Process(target=_sealer, args=(stop,)) if sealer else None
+    if sealing:
+        sealing.start()
+    args = [(u, queue_ids[i % len(queue_ids)], seconds) for i, u in enumerate(users)]
+    try:
+        _, results = start_together(_reviewer, args)
+    finally:
+        if sealing:
+            stop.set()
+            sealing.join(60)
+    return round(sum(results) / seconds, 1)
+
+
+def pgbench_commits(clients: int, seconds: float, dbname: str) -> float:
+    """Return pgbench's commits per second for a one-row INSERT per transaction."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE IF NOT EXISTS b7_commit (at timestamptz)")
+    p = server_params()
+    with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as f:
+        f.write("INSERT INTO b7_commit (at) VALUES (now());\n")
+    cmd = [
+        shutil.which("pgbench") or "pgbench",
+        "-n",
+        "-M",
+        "prepared",
+        "-f",
+        f.name,
+        "-c",
+        str(clients),
+        "-j",
+        str(min(clients, os.cpu_count() or 2)),
+        "-T",
+        str(max(1, int(seconds))),
+        "-h",
+        p["host"],
+        "-U",
+        p["user"],
+        dbname,
+    ]
+    if p["port"]:
+        cmd[1:1] = ["-p", p["port"]]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    os.unlink(f.name)
+    if done.returncode != 0:
+        raise RuntimeError(f"pgbench failed: {done.stderr[-1500:]}")
+    return round(float(re.search(r"tps = ([\d.]+)", done.stdout).group(1)), 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--smoke", action="store_true")
+    args = parser.parse_args()
+    clients, seconds, reps, stock = (
+        (4, 1.0, 1, {0: 400, -1: 100}) if args.smoke else (32, 10.0, 3, {0: 120_000, -1: 20_000})
+    )
+    db = bench_database(DB, smoke=args.smoke)
+    scratch_database(db)
+    from django.db import connection
+
+    queue_ids, users = setup(8, clients, stock)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_get_functiondef('queue_app_decision_before_insert'::regproc)")
+        current = cursor.fetchone()[0]
+    connection.close()
+
+    results = {"machine": machine(), "smoke": args.smoke, "seconds": seconds, "clients": clients}
+    results["repetitions"] = reps
+    results["scenarios"] = {}
+    for name, queues in (("1 queue", queue_ids[:1]), ("8 queues", queue_ids)):
+        runs = []
+        for _ in range(reps):
+            use_baseline(True, current)
+            connection.close()
+            before = run(users, queues, seconds, sealer=False)
+            use_baseline(False, current)
+            connection.close()
+            after = run(users, queues, seconds, sealer=True)
+            runs.append({"global_lock": before, "sealed": after})
+            print(f"   {name}: global lock {before}/s, sealed {after}/s", flush=True)
+        before = statistics.median(r["global_lock"] for r in runs)
+        after = statistics.median(r["sealed"] for r in runs)
+        ratio = round(statistics.median(r["sealed"] / r["global_lock"] for r in runs), 2)
+        results["scenarios"][name] = {
+            "global_lock": before,
+            "sealed": after,
+            "ratio": ratio,
+            "runs": runs,
+        }
+        print(f"B7 {name}: global lock {before}/s, sealed {after}/s, ratio {ratio}", flush=True)
+    results["pgbench_commits_per_second"] = pgbench_commits(clients, seconds, db)
+    print(f"B7 pgbench commits at {clients} clients: {results['pgbench_commits_per_second']}/s")
+    # Every decision of the sealed runs got sealed. (The chain as a whole does not verify here:
+    # the baseline runs kept extending the old per-decision chain after batches had been
+    # chained to its head, which the one-way migration never does.)
+    from queue_app.chain import seal_all
+    from queue_app.models import UnsealedDecision
+
+    seal_all()
+    results["all_sealed"] = not UnsealedDecision.objects.exists()
+    results["peak_rss_mb"] = peak_rss_mb()
+    print("wrote", write_results("decisions-smoke" if args.smoke else "decisions", results))
+
+
+if __name__ == "__main__":
+    main()

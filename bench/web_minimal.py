@@ -1,0 +1,190 @@
+"""B8: the reviewer cycle over HTTP against a minimal Django app doing the same requests.
+
+Both apps serve the same URLs from the same scratch database through the same gunicorn
+settings (4 workers), driven by B4's load generator (bench/web.py: log in, Next, then item
+page -> decide, which claims the next item and redirects to it) in a closed loop with 16
+reviewers. The minimal app (bench/minimal_app/) does the cycle's database work with raw SQL
+and nothing else: no authentication, sessions, templates, middleware, audit rows or access
+checks. The two alternate three times, medians compared (target: ours >= 0.5x).
+
+Then one more run of ours with every gunicorn worker's requests under cProfile
+(bench/profile_gunicorn.py) says where a cycle's time in a worker goes (wall time, so waiting
+for the database counts where it happens), grouped by where the code lives.
+
+    .venv/bin/python bench/web_minimal.py            # full run (~3 min)
+    .venv/bin/python bench/web_minimal.py --smoke    # tiny, for CI
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pstats
+import statistics
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import (
+    ROOT,
+    bench_database,
+    drop_database,
+    load_pending,
+    machine,
+    peak_rss_mb,
+    scratch_database,
+    start_web,
+    stop_process,
+    write_results,
+)
+from bench.web import PASSWORD, Reviewer, run_phase
+
+DB = "rc_bench_web_minimal"
+
+# Where time in a worker goes, by the file and name of each function (first match wins; C
+# functions have no file, only a name such as "<built-in method select.select>").
+AREAS = [
+    ("waiting for requests", ("selectors.py", "select.select", "epoll", "accept")),
+    ("database driver (psycopg) and server round trips", ("psycopg",)),
+    ("socket I/O to the client", ("socket", "recv", "send")),
+    ("templates", ("django/template", "templatetags")),
+    ("middleware and sessions", ("django/contrib/sessions", "middleware", "csp", "axes")),
+    ("auth", ("django/contrib/auth",)),
+    ("forms", ("django/forms", "queue_app/forms")),
+    ("ORM", ("django/db/models",)),
+    ("our services, SQL plumbing and evidence", ("queue_app/",)),
+    ("request handling, URLs, responses", ("django/core", "django/http", "django/urls")),
+    ("gunicorn", ("gunicorn",)),
+]
+
+
+def setup(users: int, stock: int) -> None:
+    from django.contrib.auth.models import Group, User
+
+    from queue_app.models import Queue, ReasonCode
+
+    group = Group.objects.create(name="Web reviewers")
+    queue = Queue.objects.create(slug="web", name="Web")
+    queue.reviewer_groups.add(group)
+    ReasonCode.objects.create(queue=queue, verdict="approve", code="ok", label="OK")
+    for i in range(users):
+        user = User.objects.create_user(f"web-{i}", password=PASSWORD)
+        user.groups.add(group)
+    load_pending(
+        queue.pk,
+        stock,
+        prefix="web",
+        payload='{"ledger_entity": "ACME-CORP", "variance_amount": 12.50, '
+        '"match_decision": "PARTIAL", "currency": "EUR"}',
+    )
+
+
+def serve(url: str, workers: int, app: str, log: Path, extra: tuple[str, ...] = ()) -> tuple:
+    env = {**os.environ, "DATABASE_URL": url, "LOG_LEVEL": "WARNING", "DEBUG": "false"}
+    env.update(SECURE_SSL_REDIRECT="false", SECURE_COOKIES="false")
+    if app.startswith("bench."):
+        env["DJANGO_SETTINGS_MODULE"] = "bench.minimal_app.settings"
+    return start_web(env, workers, log, app=app, extra_args=extra)
+
+
+def measure(url: str, workers: int, app: str, users: int, seconds: float, log: Path) -> float:
+    proc, port = serve(url, workers, app, log)
+    try:
+        reviewers = [Reviewer(port, f"web-{i}") for i in range(users)]
+        for r in reviewers:
+            r.login()
+        return run_phase(reviewers, seconds, None)["per_second"]
+    finally:
+        stop_process(proc)
+
+
+def profile(url: str, workers: int, users: int, seconds: float, log: Path) -> dict:
+    folder = Path(tempfile.mkdtemp(prefix="b8-profile-"))
+    os.environ["B8_PROFILE_DIR"] = str(folder)
+    proc, port = serve(
+        url, workers, "reviewconsole.wsgi", log, ("-c", str(ROOT / "bench/profile_gunicorn.py"))
+    )
+    try:
+        reviewers = [Reviewer(port, f"web-{i}") for i in range(users)]
+        for r in reviewers:
+            r.login()
+        cycles = run_phase(reviewers, seconds, None)["cycles"]
+    finally:
+        stop_process(proc)
+    files = [str(f) for f in folder.glob("*.prof")]
+    if not files:
+        return {"error": "no profile written"}
+    stats = pstats.Stats(*files)
+    spent: dict[str, float] = defaultdict(float)
+    unplaced: dict[str, float] = defaultdict(float)
+    for (filename, _line, function), (_cc, _nc, tottime, _ct, _callers) in stats.stats.items():
+        where = f"{filename} {function}"
+        area = next((name for name, needles in AREAS if any(n in where for n in needles)), "other")
+        spent[area] += tottime
+        if area == "other":
+            unplaced[where.strip()] += tottime
+    busy = sum(t for area, t in spent.items() if area != "waiting for requests")
+    for f in files:
+        os.unlink(f)
+    folder.rmdir()
+    return {
+        "cycles": cycles,
+        "worker_ms_per_cycle": round(busy * 1000 / max(cycles, 1), 2),
+        "share": {
+            area: round(t / busy, 3)
+            for area, t in sorted(spent.items(), key=lambda kv: -kv[1])
+            if area != "waiting for requests"
+        },
+        "other_top": {
+            where: round(t / busy, 3)
+            for where, t in sorted(unplaced.items(), key=lambda kv: -kv[1])[:8]
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--smoke", action="store_true")
+    args = parser.parse_args()
+    users, seconds, reps, stock, workers = (
+        (2, 1.0, 1, 400, 2) if args.smoke else (16, 15.0, 3, 60_000, 4)
+    )
+    db = bench_database(DB, smoke=args.smoke)
+    url = scratch_database(db)
+    from django.db import connection
+
+    setup(users, stock)
+    connection.close()
+    log = Path(tempfile.mkstemp(prefix="bench-b8-", suffix=".log")[1])
+    results = {"machine": machine(), "smoke": args.smoke, "users": users, "seconds": seconds}
+    results["gunicorn_workers"] = workers
+    try:
+        runs = []
+        for _ in range(reps):
+            ours = measure(url, workers, "reviewconsole.wsgi", users, seconds, log)
+            minimal = measure(url, workers, "bench.minimal_app.wsgi", users, seconds, log)
+            runs.append({"ours": ours, "minimal": minimal})
+            print(f"   ours {ours} cycles/s, minimal {minimal} cycles/s", flush=True)
+        results["ours"] = statistics.median(r["ours"] for r in runs)
+        results["minimal"] = statistics.median(r["minimal"] for r in runs)
+        results["ratio"] = round(statistics.median(r["ours"] / r["minimal"] for r in runs), 2)
+        results["runs"] = runs
+        print(
+            f"B8: ours {results['ours']}/s, minimal {results['minimal']}/s, "
+            f"ratio {results['ratio']}",
+            flush=True,
+        )
+        results["profile"] = profile(url, workers, users, seconds, log)
+        print(f"B8 profile of ours: {results['profile']}", flush=True)
+    finally:
+        log.unlink(missing_ok=True)
+        drop_database(db)
+    results["peak_rss_mb"] = peak_rss_mb()
+    print("wrote", write_results("web_minimal-smoke" if args.smoke else "web_minimal", results))
+
+
+if __name__ == "__main__":
+    main()

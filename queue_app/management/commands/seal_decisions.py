@@ -1,0 +1,33 @@
+"""Seal committed decisions into the chain now (the apply worker does this continuously)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from queue_app.chain import inclusion_proof, seal_all
+
+
+class Command(BaseCommand):
+    help = (
+        "Seal every committed, unsealed decision into batches; with --prove ID, print the "
+        "Merkle inclusion proof of one sealed decision instead."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--prove", type=int, metavar="DECISION_ID")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["prove"] is not None:
+            proof = inclusion_proof(options["prove"])
+            if proof is None:
+                raise CommandError(
+                    f"Decision {options['prove']} is not sealed (it does not exist, was made "
+                    "before sealing began, or is waiting for the sealer)."
+                )
+            self.stdout.write(json.dumps(proof, indent=2))
+            return
+        sealed = seal_all()
+        self.stdout.write(self.style.SUCCESS(f"Sealed {sealed} decisions."))
