@@ -11,10 +11,11 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.db import transaction
 
+from queue_app.chain import seal_all, seal_pending
 from queue_app.errors import StaleLease
-from queue_app.models import ChainVerification, Decision, ReviewItem
+from queue_app.models import ChainEntry, ChainVerification, Decision, ReviewItem, UnsealedDecision
 from queue_app.services import claim_batch, claim_next, submit_decision
-from tests.blocking import Session, wait_until_blocked_by_me
+from tests.blocking import Session
 from tests.conftest import make_items, run_in_threads, shown_hash
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -119,6 +120,8 @@ def test_verify_decisions_holds_after_decisions_inserted_at_once(queue, reviewer
         while item is not None:
             _decide(item, me)
             decided += 1
+            if decided % 3 == 0:
+                seal_pending()  # sealers racing the deciders and each other
             item = claim_next(queue=queue, reviewer=me)
         return decided
 
@@ -127,18 +130,17 @@ def test_verify_decisions_holds_after_decisions_inserted_at_once(queue, reviewer
         for me, item in zip(deciders, first_items, strict=True)
     ]
     with transaction.atomic():
-        # Hold the chain's head: a decision inserted, not committed. Every decider's first
-        # insert then waits on the chain lock, all at once, and they go on racing afterwards.
+        # One decision inserted and not committed: nobody waits for it (no chain lock), so
+        # every decider finishes its share while this transaction is still open.
         _decide(held, opener)
         for session in sessions:
             session.start()
-        wait_until_blocked_by_me(*sessions)
-    assert sum(session.outcome() for session in sessions) == 47
-
+        assert sum(session.outcome() for session in sessions) == 47
+    # The held decision committed last; the sealer takes it on its next round.
+    seal_all()
     call_command("verify_decisions")
     assert "Decision chain verified: 48 decisions intact." in capsys.readouterr().out
     assert ChainVerification.objects.get().ok
-    seqs = list(Decision.objects.order_by("chain_seq").values_list("chain_seq", flat=True))
-    assert seqs == list(range(1, 49))
-    assert Decision.objects.get(chain_seq=1).reviewer_id == opener.pk
+    assert ChainEntry.objects.count() == 48
+    assert not UnsealedDecision.objects.exists()
     assert len(set(Decision.objects.values_list("reviewer_id", flat=True))) == 7

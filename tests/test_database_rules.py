@@ -407,6 +407,7 @@ def test_verify_decisions_passes_on_rows_from_before_and_after_the_username_snap
 def test_verify_decisions_names_a_decision_whose_recorded_reviewer_was_altered(
     queue, alice, decision, forged
 ):
+    seal_all()
     with connection.cursor() as cursor:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute("ALTER TABLE queue_app_decision DISABLE TRIGGER USER")
