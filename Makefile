@@ -2,7 +2,8 @@
 #   make run   - embedded PostgreSQL (unless DATABASE_URL is set), demo data, web + apply worker
 #   make test  - the whole test suite, browser tests included
 # Both create the virtual environment and install the project on first use; `make test` also
-# finds or installs the Chromium the browser tests drive (bin/ensure-browser). Each step says
+# finds or installs the Chromium the browser tests drive (bin/ensure-browser) and the nginx and
+# systemd-analyze the deployment tests read deploy/ with (bin/ensure-tools). Each step says
 # what it does on a line starting with "==>".
 
 VENV ?= .venv
@@ -32,6 +33,7 @@ run: install
 # The browser's path goes to the tests as REVIEW_BROWSER; a missing browser stops here, with the
 # command to run, before any test starts.
 test: install
+	@bin/ensure-tools
 	@browser="$$($(PY) bin/ensure-browser)" && \
 	echo "==> running the tests: $(strip $(PY) -m pytest $(PYTEST_ARGS))" && \
 	REVIEW_BROWSER="$$browser" $(PY) -m pytest $(PYTEST_ARGS)
