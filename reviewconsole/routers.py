@@ -34,11 +34,14 @@ def replica_reads() -> Iterator[None]:
         _reading_from_replica.reset(token)
 
 
+def replica_alias() -> str:
+    """Return the replica's alias if one is configured, else the primary's."""
+    return REPLICA if REPLICA in settings.DATABASES else "default"
+
+
 def read_alias() -> str:
     """Return the database alias a read should use here: the replica inside replica_reads()."""
-    if _reading_from_replica.get() and REPLICA in settings.DATABASES:
-        return REPLICA
-    return "default"
+    return replica_alias() if _reading_from_replica.get() else "default"
 
 
 class ReplicaRouter:

@@ -30,6 +30,7 @@ from queue_app.ops.figures import (
 )
 from queue_app.ops.metrics import exposition
 from queue_app.services import retry_effect_job
+from reviewconsole.routers import replica_reads
 
 logger = logging.getLogger("queue_app.ops")
 
@@ -107,7 +108,9 @@ def _queue_panel(figures: QueueFigures) -> dict[str, object]:
 def dashboard(request: HttpRequest) -> HttpResponse:
     """Show every queue's health: backlog, abandonment, throughput, handling time, apply lag."""
     _require_staff(request)
-    snapshot: OpsSnapshot = read_snapshot()
+    # Aggregates over many rows that tolerate seconds of lag: the replica's, if there is one.
+    with replica_reads():
+        snapshot: OpsSnapshot = read_snapshot()
     context = {
         **admin.site.each_context(request),
         "is_nav_sidebar_enabled": False,
@@ -161,7 +164,8 @@ def metrics(request: HttpRequest) -> HttpResponse:
         response = HttpResponse("A valid bearer token is required.\n", status=401)
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
-    body, content_type = exposition(accept=request.headers.get("Accept", ""))
+    with replica_reads():
+        body, content_type = exposition(accept=request.headers.get("Accept", ""))
     return HttpResponse(body, content_type=content_type)
 
 
