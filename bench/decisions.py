@@ -181,7 +181,7 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
     clients, seconds, reps, stock = (
-        (4, 1.0, 1, {0: 400, -1: 100}) if args.smoke else (32, 10.0, 3, {0: 120_000, -1: 20_000})
+        (4, 1.0, 1, {0: 6_000, -1: 3_000}) if args.smoke else (32, 10.0, 3, {0: 120_000, -1: 20_000})
     )
     db = bench_database(DB, smoke=args.smoke)
     scratch_database(db)

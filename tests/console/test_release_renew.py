@@ -15,6 +15,10 @@ pytestmark = pytest.mark.django_db
 JSON = {"HTTP_ACCEPT": "application/json"}
 
 
+# What a refused write says when the item is open under the same reviewer's newer lease.
+REOPENED = "You have this item open again under a newer lease"
+
+
 def token_of(item: ReviewItem) -> str:
     item.refresh_from_db()
     return str(item.lease_token)
@@ -125,7 +129,8 @@ def test_my_old_tab_cannot_renew_the_lease_my_second_tab_took(alice_client, alic
     expires = item.lease_expires
     response = alice_client.post(f"/items/{item.pk}/renew/", {"lease_token": old}, **JSON)
     assert response.status_code == 409
-    assert response.json() == {"ok": False, "message": StaleLease.message}
+    assert response.json()["ok"] is False
+    assert REOPENED in response.json()["message"]
     item.refresh_from_db()
     assert (str(item.lease_token), item.lease_expires) == (new, expires)
     assert not ItemEvent.objects.filter(item=item, kind="renewed").exists()
@@ -135,7 +140,7 @@ def test_my_old_tab_cannot_release_the_lease_my_second_tab_took(alice_client, al
     (item,) = make_items(queue, 1)
     old, new = _reclaimed_in_a_second_tab(alice_client, alice, item)
     response = alice_client.post(f"/items/{item.pk}/release/", {"lease_token": old}, follow=True)
-    assert StaleLease.message in response.content.decode()
+    assert REOPENED in response.content.decode()
     item.refresh_from_db()
     assert (item.state, item.lease_owner_id, str(item.lease_token)) == ("leased", alice.pk, new)
 
