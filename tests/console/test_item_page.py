@@ -98,6 +98,26 @@ def test_a_decided_item_shows_its_decisions(alice_client, alice, queue):
     assert 'id="decision-form"' not in html
 
 
+def test_earlier_decisions_name_the_reviewer_as_they_were_when_deciding(
+    alice_client, alice, queue
+):
+    (item,) = make_items(queue, 1)
+    claimed = claim_next(queue=queue, reviewer=alice)
+    submit_decision(
+        item_id=item.pk,
+        reviewer=alice,
+        lease_token=claimed.lease_token,
+        verdict="approve",
+        reason_code="verified",
+        evidence_hash=shown_hash(item),
+    )
+    alice.username = "alice.renamed"
+    alice.save()
+    html = alice_client.get(f"/items/{item.pk}/").content.decode()
+    assert "<td>alice</td>" in html
+    assert "alice.renamed" not in html.split("Earlier decisions")[-1]
+
+
 def test_items_of_queues_i_lack_are_not_found(outsider_client, queue):
     (item,) = make_items(queue, 1)
     response = outsider_client.get(f"/items/{item.pk}/")
