@@ -13,12 +13,15 @@ import json
 import multiprocessing as mp
 import os
 import platform
+import re
 import resource
+import shutil
 import signal
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -404,3 +407,38 @@ def stop_process(proc: subprocess.Popen) -> int | None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
     return proc.returncode
+
+
+def run_pgbench(clients: int, script: str, seconds: float, dbname: str) -> dict:
+    """Run a pgbench script (prepared) on dbname at this many clients; return its rate."""
+    p = server_params()
+    with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as f:
+        f.write(script)
+    cmd = [
+        shutil.which("pgbench") or "pgbench",
+        "-n",
+        "-M",
+        "prepared",
+        "-f",
+        f.name,
+        "-c",
+        str(clients),
+        "-j",
+        str(min(clients, os.cpu_count() or 2)),
+        "-T",
+        str(max(1, int(seconds))),
+        "-h",
+        p["host"],
+        "-U",
+        p["user"],
+        dbname,
+    ]
+    if p["port"]:
+        cmd[1:1] = ["-p", p["port"]]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    os.unlink(f.name)
+    if done.returncode != 0:
+        raise RuntimeError(f"pgbench failed: {done.stderr[-1500:]}")
+    tps = float(re.search(r"tps = ([\d.]+)", done.stdout).group(1))
+    failed = re.search(r"number of failed transactions: (\d+)", done.stdout)
+    return {"per_second": round(tps, 1), "failed": int(failed.group(1)) if failed else 0}

@@ -13,13 +13,9 @@ grouped into the same round trips (pipelines).
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -33,8 +29,8 @@ from bench.common import (
     peak_rss_mb,
     review_next,
     reviewer_process,
+    run_pgbench,
     scratch_database,
-    server_params,
     start_together,
     write_results,
 )
@@ -126,40 +122,6 @@ def run_python(clients: int, users: list[int], queue_id: int, seconds: float) ->
         "per_second": round(cycles / seconds, 1),
         "peak_rss_mb_per_process": max(r[1] for r in results),
     }
-
-
-def run_pgbench(clients: int, script: str, seconds: float, dbname: str) -> dict:
-    p = server_params()
-    with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as f:
-        f.write(script)
-    cmd = [
-        shutil.which("pgbench") or "pgbench",
-        "-n",
-        "-M",
-        "prepared",
-        "-f",
-        f.name,
-        "-c",
-        str(clients),
-        "-j",
-        str(min(clients, os.cpu_count() or 2)),
-        "-T",
-        str(int(seconds)),
-        "-h",
-        p["host"],
-        "-U",
-        p["user"],
-        dbname,
-    ]
-    if p["port"]:
-        cmd[1:1] = ["-p", p["port"]]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    os.unlink(f.name)
-    if done.returncode != 0:
-        raise RuntimeError(f"pgbench failed: {done.stderr[-1500:]}")
-    tps = float(re.search(r"tps = ([\d.]+)", done.stdout).group(1))
-    failed = re.search(r"number of failed transactions: (\d+)", done.stdout)
-    return {"per_second": round(tps, 1), "failed": int(failed.group(1)) if failed else 0}
 
 
 def main() -> None:

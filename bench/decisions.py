@@ -18,12 +18,8 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import os
-import re
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -36,8 +32,8 @@ from bench.common import (
     peak_rss_mb,
     review_next,
     reviewer_process,
+    run_pgbench,
     scratch_database,
-    server_params,
     start_together,
     write_results,
 )
@@ -145,35 +141,8 @@ def pgbench_commits(clients: int, seconds: float, dbname: str) -> float:
 
     with connection.cursor() as cursor:
         cursor.execute("CREATE TABLE IF NOT EXISTS b7_commit (at timestamptz)")
-    p = server_params()
-    with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as f:
-        f.write("INSERT INTO b7_commit (at) VALUES (now());\n")
-    cmd = [
-        shutil.which("pgbench") or "pgbench",
-        "-n",
-        "-M",
-        "prepared",
-        "-f",
-        f.name,
-        "-c",
-        str(clients),
-        "-j",
-        str(min(clients, os.cpu_count() or 2)),
-        "-T",
-        str(max(1, int(seconds))),
-        "-h",
-        p["host"],
-        "-U",
-        p["user"],
-        dbname,
-    ]
-    if p["port"]:
-        cmd[1:1] = ["-p", p["port"]]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    os.unlink(f.name)
-    if done.returncode != 0:
-        raise RuntimeError(f"pgbench failed: {done.stderr[-1500:]}")
-    return round(float(re.search(r"tps = ([\d.]+)", done.stdout).group(1)), 1)
+    script = "INSERT INTO b7_commit (at) VALUES (now());\n"
+    return run_pgbench(clients, script, seconds, dbname)["per_second"]
 
 
 def main() -> None:
@@ -181,7 +150,9 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
     clients, seconds, reps, stock = (
-        (4, 1.0, 1, {0: 6_000, -1: 3_000}) if args.smoke else (32, 10.0, 3, {0: 120_000, -1: 20_000})
+        (4, 1.0, 1, {0: 6_000, -1: 3_000})
+        if args.smoke
+        else (32, 10.0, 3, {0: 120_000, -1: 20_000})
     )
     db = bench_database(DB, smoke=args.smoke)
     scratch_database(db)
