@@ -98,9 +98,7 @@ def test_a_decided_item_shows_its_decisions(alice_client, alice, queue):
     assert 'id="decision-form"' not in html
 
 
-def test_earlier_decisions_name_the_reviewer_as_they_were_when_deciding(
-    alice_client, alice, queue
-):
+def test_earlier_decisions_name_the_reviewer_as_they_were_when_deciding(alice_client, alice, queue):
     (item,) = make_items(queue, 1)
     claimed = claim_next(queue=queue, reviewer=alice)
     submit_decision(
