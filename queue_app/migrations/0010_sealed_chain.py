@@ -2,9 +2,10 @@
 
 Until now every decision took one advisory lock (the chain's) in its insert trigger and held it
 through its commit, so decisions in every queue committed one at a time. From here on the
-insert trigger takes no global lock: it records the reviewer's name, holds the reason code
-FOR SHARE (so an edit of its wording cannot race its first use) and, for an overturn only,
-checks four eyes under a lock of that one item. An AFTER INSERT trigger queues the decision for
+insert trigger takes no global lock: it records the reviewer's name and, for an overturn only,
+checks four eyes under a lock of that one item; the frozen-reason-code trigger waits for the
+decisions in flight that name the code (FOR UPDATE against their foreign-key locks) instead of
+taking the chain lock. An AFTER INSERT trigger queues the decision for
 the sealer (queue_app_unsealeddecision), which gathers committed decisions into batches: a
 Merkle root over the batch's decisions, chained to the previous batch, the first batch to the
 old chain's head.
@@ -52,12 +53,6 @@ DECLARE
 BEGIN
   -- The identity as it is now, whatever the writer put there (migration 0007).
   NEW.reviewer_username := (SELECT u.username FROM auth_user AS u WHERE u.id = NEW.reviewer_id);
-  -- The reason code's wording is part of this decision. Holding its row FOR SHARE until this
-  -- transaction ends orders us against an edit of the code (reasoncode_frozen_once_used): an
-  -- edit that started first commits before we record under its wording; one that starts
-  -- after waits for our commit, then sees this decision and is refused. Other decisions
-  -- naming the code share the lock and never wait for each other.
-  PERFORM 1 FROM queue_app_reasoncode WHERE id = NEW.reason_code_id FOR SHARE;
   IF NEW.supersedes_id IS NOT NULL THEN
     -- Overturns of one item take turns, on a lock of that item alone: the check below then
     -- sees every earlier decision of the item committed. Review decisions take no lock.
@@ -83,11 +78,16 @@ BEGIN
 END;
 $$;
 
--- The frozen-once-used check no longer needs the chain lock: a decision being inserted holds
--- the code's row FOR SHARE, so this UPDATE waited for it and sees it here.
+-- The frozen-once-used check no longer needs the chain lock. A decision naming a code holds
+-- the code's row FOR KEY SHARE from its foreign-key check until it commits; FOR UPDATE here
+-- conflicts with that, so an edit waits for every decision in flight that names the code, then
+-- sees them below and is refused. A decision whose check comes after the edit's lock waits for
+-- the edit to commit, and is recorded under the new wording: no wording ever changes after a
+-- decision naming it has committed. The cost is on this rare path, not on every decision.
 CREATE OR REPLACE FUNCTION queue_app_reasoncode_frozen_once_used() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
+  PERFORM 1 FROM queue_app_reasoncode WHERE id = OLD.id FOR UPDATE;
   IF EXISTS (SELECT 1 FROM queue_app_decision AS d WHERE d.reason_code_id = OLD.id) THEN
     RAISE EXCEPTION 'reason code % (%) is used by decisions: its label, code, verdict and queue are frozen',
       OLD.id, OLD.code
