@@ -21,7 +21,17 @@ def verdict(ok: bool) -> str:
 
 def main() -> None:
     lines = ["# Benchmark results", ""]
-    names = ("claims", "cycle", "decisions", "profile_cycle", "web", "web_minimal", "apply", "peer")
+    names = (
+        "claims",
+        "cycle",
+        "decisions",
+        "profile_cycle",
+        "web",
+        "web_minimal",
+        "apply",
+        "peer",
+        "peer-local",
+    )
     dates = sorted(r["machine"]["date"] for n in names if (r := load(n)))
     machine = next((r["machine"] for n in names if (r := load(n))), None)
     if machine:
