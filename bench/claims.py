@@ -2,7 +2,7 @@
 
 B1: 300,000 pending items with 0, 1,000, 10,000 and 100,000 live leases at the head of the
 queue. claim_next through the service layer, its claim statement (CLAIM_NEXT_ITEM, sent
-alone and planned each time), and the reference single-state query from DESIGN.md (one
+alone and planned each time), and the reference single-state query of the first design (one
 'pending' state, an expiry filter) on a table of the reference shape holding the same rows.
 B2: 300,000 pending with 0, 1,000,000 and 5,000,000 decided items in the same table.
 

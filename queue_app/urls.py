@@ -1,4 +1,4 @@
-"""The reviewer console's URLs (DESIGN.md, Contract)."""
+"""The reviewer console's URLs (the page contract in docs/architecture.md)."""
 
 from __future__ import annotations
 

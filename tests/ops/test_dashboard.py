@@ -22,7 +22,7 @@ URL = "/ops/"
 
 
 def test_it_redirects_anonymous_visitors_to_login(client, settings):
-    # The login page is the console's (DESIGN.md, Contract); named "login" once it is merged.
+    # The login page is the console's (/accounts/login/); named "login" once it is merged.
     settings.LOGIN_URL = "/accounts/login/"
 
     response = client.get(URL)
