@@ -91,8 +91,8 @@ def submit_decision(
                 raise EvidenceChanged()
             if verdict == Verdict.ESCALATE and closed["escalation_queue_id"] is None:
                 raise InvalidVerdict("This queue has no escalation queue to escalate to.")
-            # The insert and the COMMIT travel together (the decision chain's lock is held
-            # from the insert to the commit, and no longer than that).
+            # The insert and the COMMIT travel together: one round trip, and no transaction
+            # left open while Python is scheduled.
             decision = Decision.objects.insert(
                 item_id=item_id,
                 queue_id=closed["queue_id"],
