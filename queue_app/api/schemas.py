@@ -228,9 +228,11 @@ class DecisionOut(Schema):
 
 # What an item's payload reads back as: the object stored, or, for a row written around intake
 # so deeply nested that it cannot be read as JSON here, its stored text (jsonutil.ExactDecoder),
-# which its evidence_hash covers as it is; a worker can still decide or release it.
+# which its evidence_hash covers as it is; a worker can still decide or release it. A non-object
+# payload written with SQL before migration 0016 made the database refuse one reads back as the
+# value it is, rather than failing the whole response.
 StoredPayload = Annotated[
-    dict[str, Any] | str,
+    dict[str, Any] | list[Any] | str | int | Decimal | bool | None,
     Field(
         description="The evidence object; its JSON text instead only for a payload stored "
         "around intake and nested too deeply to read."

@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from django.db import connection
+from django.db import IntegrityError, connection, transaction
 
 from queue_app.jsonutil import exact_dumps, exact_loads
 from queue_app.models import AppliedDecision, EffectJob, ItemEvent, ReviewItem
@@ -223,11 +223,11 @@ def test_a_payload_too_deep_to_read_is_served_as_its_text_not_a_500(api, queue):
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE queue_app_reviewitem SET payload = (%s || '1' || %s)::jsonb WHERE id = %s",
-            ["[" * depth, "]" * depth, item_id],
+            ['{"a": ' + "[" * depth, "]" * depth + "}", item_id],
         )
     fetched = api.get(f"/items/{item_id}")
     assert fetched.status == 200
-    assert fetched.body["payload"].startswith("[[[[")
+    assert fetched.body["payload"].startswith('{"a": [[[[')
     # A batch holding it is answered too (else every batch after its expiry failed), and the
     # hash it carries is the one the decision is checked against.
     leased = api.post("/queues/kyc/leases", {"batch_size": 5})
@@ -243,3 +243,33 @@ def test_a_payload_too_deep_to_read_is_served_as_its_text_not_a_500(api, queue):
         },
     )
     assert decided.status == 201
+
+
+def test_the_database_refuses_a_payload_that_is_not_an_object(api, queue):
+    item_id = api.post("/items", intake_body()).body["id"]
+    for value in ("[1, 2]", '"text"', "3", "null"):
+        with (
+            pytest.raises(IntegrityError, match="item_payload_is_object"),
+            transaction.atomic(),
+            connection.cursor() as cursor,
+        ):
+            cursor.execute(
+                "UPDATE queue_app_reviewitem SET payload = %s::jsonb WHERE id = %s",
+                [value, item_id],
+            )
+
+
+@pytest.mark.parametrize("value", ["[1, 2]", '"text"', "3", "true", "null"])
+def test_an_old_row_with_a_non_object_payload_is_served_not_a_500(api, queue, value):
+    item_id = api.post("/items", intake_body()).body["id"]
+    with connection.cursor() as cursor:
+        # A row written before migration 0016's check: the test drops it inside its own
+        # transaction (DDL rolls back with the test) to plant one.
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute("ALTER TABLE queue_app_reviewitem DROP CONSTRAINT item_payload_is_object")
+        cursor.execute(
+            "UPDATE queue_app_reviewitem SET payload = %s::jsonb WHERE id = %s", [value, item_id]
+        )
+    fetched = api.get(f"/items/{item_id}")
+    assert fetched.status == 200
+    assert fetched.body["payload"] == exact_loads(value)
