@@ -69,6 +69,8 @@ class QueueFigures:
     unapplied_overdue: int = 0
     oldest_unapplied_age: timedelta | None = None
     dead_jobs: int = 0
+    # Live effect jobs waiting behind a dead job of their item (they cannot run until it does).
+    blocked_jobs: int = 0
 
     @property
     def histogram_labels(self) -> list[str]:
@@ -182,8 +184,9 @@ def read_open_work() -> list[QueueFigures]:
 def read_snapshot(*, window_hours: int = WINDOW_HOURS, blocked: bool = True) -> OpsSnapshot:
     """Read every operator figure for every queue (eight statements, whatever the sizes).
 
-    blocked=False leaves out the list of items held back by a dead job (/metrics has no
-    gauge for it; doctor BLOCKED_EFFECTS and /ops/ name them): seven statements.
+    blocked=False leaves out the list of items held back by a dead job (/metrics counts them,
+    per queue, as effect_jobs_blocked; doctor BLOCKED_EFFECTS and /ops/ name them): seven
+    statements.
     """
     alert_after = unapplied_alert_after()
     queues = _read_open_work()
@@ -222,6 +225,7 @@ def read_snapshot(*, window_hours: int = WINDOW_HOURS, blocked: bool = True) -> 
             figures.unapplied_overdue = row["overdue"]
             figures.oldest_unapplied_age = _seconds(row["oldest_age_seconds"])
             figures.dead_jobs = row["dead"]
+            figures.blocked_jobs = row["blocked"]
 
     dead = [
         DeadJob(

@@ -81,6 +81,11 @@ class SnapshotCollector(Collector):
         )
         lag = _gauge("apply_lag_seconds", "Age of the oldest unapplied decision (0 when none).", q)
         dead = _gauge("effect_jobs_dead", "Effect jobs that gave up and need an operator.", q)
+        blocked = _gauge(
+            "effect_jobs_blocked",
+            "Effect jobs waiting behind a dead job of the same item (effects run in order).",
+            q,
+        )
 
         for f in snap.queues:
             label = [f.slug]
@@ -108,9 +113,10 @@ class SnapshotCollector(Collector):
             overdue.add_metric(label, f.unapplied_overdue)
             lag.add_metric(label, _secs(f.oldest_unapplied_age))
             dead.add_metric(label, f.dead_jobs)
+            blocked.add_metric(label, f.blocked_jobs)
         yield from (
             pending, leased, expired, ceiling, oldest, histogram, last_hour, window, overturns,
-            ttd, ttl, suggested, reasons, unapplied, overdue, lag, dead,
+            ttd, ttl, suggested, reasons, unapplied, overdue, lag, dead, blocked,
         )  # fmt: skip
 
 

@@ -105,7 +105,9 @@ SELECT d.queue_id, d.verdict, r.code, r.label, count(*) AS decisions,
 # not done and with no AppliedDecision row (either proves it applied). Two halves so each can
 # use an index: live jobs carry effectjob_due's predicate; dead jobs are few but have no index
 # of their own yet (README, Operations: proposed). Ages come from the decision itself, the
-# fact, not from the job's retry bookkeeping.
+# fact, not from the job's retry bookkeeping. `blocked` counts the live jobs that wait behind
+# a dead job of the same item (effects run in decision order per item): the few dead jobs give
+# each item's first dead decision, hash-joined to the open jobs.
 APPLY_STATE = """
 WITH open_jobs AS (
     SELECT decision_id, queue_id, false AS dead
@@ -115,14 +117,22 @@ WITH open_jobs AS (
     SELECT decision_id, queue_id, true
       FROM queue_app_effectjob
      WHERE done_at IS NULL AND dead = true
+), first_dead AS (
+    SELECT dd.item_id, min(dd.id) AS decision_id
+      FROM queue_app_effectjob AS dj
+      JOIN queue_app_decision AS dd ON dd.id = dj.decision_id
+     WHERE dj.dead = true AND dj.done_at IS NULL
+     GROUP BY dd.item_id
 )
 SELECT j.queue_id,
        count(*) AS unapplied,
        count(*) FILTER (WHERE d.created_at < now() - %(overdue_after)s) AS overdue,
        extract(epoch FROM now() - min(d.created_at)) AS oldest_age_seconds,
-       count(*) FILTER (WHERE j.dead) AS dead
+       count(*) FILTER (WHERE j.dead) AS dead,
+       count(*) FILTER (WHERE NOT j.dead AND d.id > f.decision_id) AS blocked
   FROM open_jobs AS j
   JOIN queue_app_decision AS d ON d.id = j.decision_id
+  LEFT JOIN first_dead AS f ON f.item_id = d.item_id
  WHERE NOT EXISTS (SELECT 1 FROM queue_app_applieddecision AS a WHERE a.decision_id = j.decision_id)
  GROUP BY j.queue_id
 """

@@ -10,7 +10,7 @@ from prometheus_client.openmetrics.parser import (
 )
 from prometheus_client.parser import text_string_to_metric_families
 
-from queue_app.services import claim_next
+from queue_app.services import claim_next, overturn_decision
 from tests.conftest import make_items, make_queue
 from tests.ops.conftest import age_item, backdate_decision, decide_after, mark_dead
 
@@ -127,3 +127,23 @@ def test_it_speaks_openmetrics_when_the_scraper_asks(client, queue):
         s for s in families["reviewconsole_items_pending"].samples if s.labels["queue"] == "kyc"
     ]
     assert sample.value == 0
+
+
+def test_it_counts_effect_jobs_waiting_behind_a_dead_job(client, queue, alice, supervisor):
+    item, other, third = make_items(queue, 3)
+    original = decide_after(item, alice, seconds=20, verdict="reject", reason="fraud")
+    mark_dead(original)
+    overturn_decision(
+        decision_id=original.pk,
+        admin=supervisor,
+        corrected_verdict="approve",
+        reason_code="reviewer_error",
+    )
+    mark_dead(decide_after(other, alice, seconds=20))  # dead, nothing of its item waits
+    decide_after(third, alice, seconds=20)  # live, behind nothing
+
+    samples = scrape(client)
+
+    assert value(samples, "effect_jobs_dead", queue="kyc") == 2
+    assert value(samples, "effect_jobs_blocked", queue="kyc") == 1
+    assert value(samples, "decisions_unapplied", queue="kyc") == 4
