@@ -103,12 +103,17 @@ RETURNING i.*
 # only when nothing else is pending for them (fresh, then skipped; both on item_pending_claim).
 # {gate} is a condition checked once, before anything is locked (see CLAIM_NEXT_ITEM).
 # The claimed/reclaimed events are written in the same statement (one round trip).
+# Hand-off (issue 14): each candidate set passes over items whose excluded_reviewer_ids name
+# the claimer (they decided earlier in the item's escalation chain, or abandoned it before it
+# was moved), so the item goes to a second person; `<> ALL` of the empty list (every item
+# that is not an escalation) is true. A trigger refuses such a lease anyway (migration 0015).
 _CLAIM = """
 WITH expired AS MATERIALIZED (
     SELECT id, lease_owner_id AS previous_owner_id
       FROM queue_app_reviewitem
      WHERE queue_id = %(queue_id)s AND state = 'leased' AND lease_expires < now()
        AND lease_count < %(max_leases)s
+       AND %(owner_id)s <> ALL (excluded_reviewer_ids)  -- hand-off
        AND {gate}
      ORDER BY lease_expires
      LIMIT {limit}
@@ -123,6 +128,7 @@ WITH expired AS MATERIALIZED (
           FROM queue_app_reviewitem
          WHERE queue_id = %(queue_id)s AND state = 'pending'
            AND lease_count < %(max_leases)s
+           AND %(owner_id)s <> ALL (excluded_reviewer_ids)  -- hand-off
            AND (released_by_id IS DISTINCT FROM %(owner_id)s
                 OR released_at <= now() - %(release_skip)s::interval)
            AND {gate}
@@ -139,6 +145,7 @@ WITH expired AS MATERIALIZED (
           FROM queue_app_reviewitem
          WHERE queue_id = %(queue_id)s AND state = 'pending'
            AND lease_count < %(max_leases)s
+           AND %(owner_id)s <> ALL (excluded_reviewer_ids)  -- hand-off
            AND released_by_id = %(owner_id)s AND released_at > now() - %(release_skip)s::interval
            AND {gate}
          ORDER BY priority DESC, created_at
@@ -283,10 +290,16 @@ SELECT * FROM decision
 # live lease) to their queue's escalation queue, at higher priority, lease cleared. A late
 # submit on the old token then fails the fenced close. SKIP LOCKED: an item a claimer is
 # stamping right now is left for the next sweep rather than waited on.
+# Hand-off (issue 14): everyone who held the item (its claimed/reclaimed events, through the
+# item foreign key's index) joins its excluded_reviewer_ids, so none of them gets it again in
+# the escalation queue; the event names them for the item page.
 ESCALATE_ABANDONED = """
 WITH candidates AS MATERIALIZED (
     SELECT i.id, i.queue_id AS from_queue_id, q.escalation_queue_id AS to_queue_id,
-           i.lease_count, i.lease_owner_id AS last_owner_id
+           i.lease_count, i.lease_owner_id AS last_owner_id,
+           ARRAY(SELECT DISTINCT e.actor_id FROM queue_app_itemevent AS e
+                  WHERE e.item_id = i.id AND e.kind IN ('claimed', 'reclaimed')
+                    AND e.actor_id IS NOT NULL ORDER BY e.actor_id) AS abandoned_by
       FROM queue_app_reviewitem AS i
       JOIN queue_app_queue AS q ON q.id = i.queue_id
      WHERE q.escalation_queue_id IS NOT NULL
@@ -298,15 +311,20 @@ WITH candidates AS MATERIALIZED (
 ), moved AS (
     UPDATE queue_app_reviewitem AS i
        SET queue_id = c.to_queue_id, priority = i.priority + 10, state = 'pending',
-           lease_owner_id = NULL, lease_token = NULL, lease_expires = NULL, lease_count = 0
+           lease_owner_id = NULL, lease_token = NULL, lease_expires = NULL, lease_count = 0,
+           excluded_reviewer_ids = ARRAY(
+               SELECT DISTINCT u FROM unnest(i.excluded_reviewer_ids || c.abandoned_by) AS u
+                ORDER BY u)
       FROM candidates AS c
      WHERE i.id = c.id
- RETURNING i.id, i.trace_id, c.from_queue_id, c.to_queue_id, c.lease_count, c.last_owner_id
+ RETURNING i.id, i.trace_id, c.from_queue_id, c.to_queue_id, c.lease_count, c.last_owner_id,
+           c.abandoned_by
 ), events AS (
     INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
     SELECT id, 'auto_escalated', NULL, now(),
            jsonb_build_object('from_queue_id', from_queue_id, 'to_queue_id', to_queue_id,
-                              'lease_count', lease_count, 'last_owner_id', last_owner_id)
+                              'lease_count', lease_count, 'last_owner_id', last_owner_id,
+                              'abandoned_by', to_jsonb(abandoned_by))
       FROM moved
 )
 SELECT * FROM moved

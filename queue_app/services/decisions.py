@@ -40,6 +40,7 @@ from queue_app.services._common import (
     logger,
     parse_token,
 )
+from queue_app.services.handoff import HANDOFF_REFUSAL, handoff_refusal, is_handoff_violation
 from queue_app.services.leases import explain_stale_lease
 
 
@@ -107,6 +108,8 @@ def submit_decision(
     except IntegrityError as exc:
         if is_missing_reason(exc):
             raise InvalidReason() from None
+        if is_handoff_violation(exc):  # the claim passes such items over; the database agrees
+            raise NotPermitted(HANDOFF_REFUSAL) from None
         raise
     except StaleLease:
         # Rolled back by now: say what happened to the item instead of a generic refusal.
@@ -216,7 +219,9 @@ def overturn_decision(
             raise InvalidVerdict(
                 "An escalation is not overturned; decide the escalated item in its own queue."
             )
-        refusal = four_eyes_refusal(decision=target, user=admin)
+        refusal = handoff_refusal(item=target.item, user=admin) or four_eyes_refusal(
+            decision=target, user=admin
+        )
         if refusal is not None:
             raise NotPermitted(refusal)
         if target.standing_verdict == corrected_verdict:
@@ -242,6 +247,8 @@ def overturn_decision(
                 raise AlreadySuperseded() from None
             if "four eyes" in str(exc):  # the trigger's verdict, had the check above raced
                 raise NotPermitted("Four eyes: someone else must overturn this item.") from None
+            if is_handoff_violation(exc):  # migration 0015's trigger
+                raise NotPermitted(HANDOFF_REFUSAL) from None
             raise
     logger.info(
         "decision overturned",
