@@ -346,6 +346,7 @@ def item_decide(request: HttpRequest, item_id: int) -> HttpResponse:
             reason_code=data["reason_code"],
             evidence_hash=data["evidence_hash"],
             note=data["note"],
+            queue_id=item.queue_id,
         )
     except (StaleLease, EvidenceChanged) as exc:
         # Show the item as it is now: someone else's, decided, or with the new evidence.
@@ -386,7 +387,10 @@ def item_release(request: HttpRequest, item_id: int) -> HttpResponse:
         if not form.is_valid():
             raise StaleLease()
         release_lease(
-            item_id=item.pk, reviewer=request.user, lease_token=form.cleaned_data["lease_token"]
+            item_id=item.pk,
+            reviewer=request.user,
+            lease_token=form.cleaned_data["lease_token"],
+            queue_id=item.queue_id,
         )
     except StaleLease as exc:
         messages.error(request, exc.message)
@@ -411,7 +415,10 @@ def item_renew(request: HttpRequest, item_id: int) -> HttpResponse:
         if not form.is_valid():
             raise StaleLease()
         expires = renew_lease(
-            item_id=item.pk, reviewer=request.user, lease_token=form.cleaned_data["lease_token"]
+            item_id=item.pk,
+            reviewer=request.user,
+            lease_token=form.cleaned_data["lease_token"],
+            queue_id=item.queue_id,
         )
     except StaleLease as exc:
         if wants_json:

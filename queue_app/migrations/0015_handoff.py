@@ -98,13 +98,15 @@ CREATE TRIGGER reviewitem_handoff_guard BEFORE UPDATE ON queue_app_reviewitem
   EXECUTE FUNCTION queue_app_item_handoff_guard();
 
 -- Nor does anyone on it decide the item (overturns included). One primary-key read of the
--- item, which the decision's own fenced close has just locked.
+-- item, which the decision's own fenced close has just locked; by its queue too, so that it
+-- stays on the decision's shard when distributed by queue (the composite foreign key
+-- decision_item_in_queue makes the pair exact).
 CREATE FUNCTION queue_app_decision_handoff() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   excluded bigint[];
 BEGIN
   SELECT i.excluded_reviewer_ids INTO excluded FROM queue_app_reviewitem AS i
-   WHERE i.id = NEW.item_id;
+   WHERE i.id = NEW.item_id AND i.queue_id = NEW.queue_id;
   IF NEW.reviewer_id = ANY (excluded) THEN
     RAISE EXCEPTION 'hand-off: reviewer % may not decide item %: they took part earlier in its chain',
       NEW.reviewer_id, NEW.item_id USING ERRCODE = 'check_violation';

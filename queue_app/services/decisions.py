@@ -41,7 +41,7 @@ from queue_app.services._common import (
     parse_token,
 )
 from queue_app.services.handoff import HANDOFF_REFUSAL, handoff_refusal, is_handoff_violation
-from queue_app.services.leases import explain_stale_lease
+from queue_app.services.leases import explain_stale_lease, item_queue_id
 
 
 def reason_codes_for(*, queue: Queue | int, verdict: str) -> QuerySet[ReasonCode]:
@@ -63,8 +63,13 @@ def submit_decision(
     reason_code: str | ReasonCode,
     evidence_hash: str,
     note: str = "",
+    queue_id: int | None = None,
 ) -> Decision:
-    """Close a leased item with a verdict, fenced by the lease token and the evidence hash."""
+    """Close a leased item with a verdict, fenced by the lease token and the evidence hash.
+
+    queue_id is the queue the caller found the item in (the console loads the item anyway);
+    without it the item's is read first, one primary-key read (the API's by-id routes).
+    """
     token = parse_token(lease_token)
     if verdict not in REVIEW_VERDICTS:
         raise InvalidVerdict()
@@ -72,10 +77,15 @@ def submit_decision(
         raise InvalidBounds(f"The note is longer than {NOTE_MAX_LENGTH} characters.")
     if not reviewer.is_authenticated or not reviewer.is_active:
         raise NotPermitted("You no longer have access to this queue.")
+    if queue_id is None:
+        queue_id = item_queue_id(item_id=item_id)
+        if queue_id is None:
+            raise StaleLease()
     try:
         with transaction.atomic():
             allowed, closed = ReviewItem.objects.guard_and_close(
                 item_id=item_id,
+                queue_id=queue_id,
                 lease_token=token,
                 owner_id=reviewer.pk,
                 is_superuser=reviewer.is_superuser,
