@@ -314,6 +314,7 @@ def review_next(queue: Any, reviewer: Any) -> Any:
         verdict="approve",
         reason_code="ok",
         evidence_hash=evidence_hash(subject=item.subject, payload=item.payload),
+        queue_id=item.queue_id,
     )
 
 

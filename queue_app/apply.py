@@ -42,7 +42,7 @@ from django.db import connection, transaction
 from queue_app import effects, sql
 from queue_app.errors import EffectAborted, EffectError, InvalidBounds, PermanentEffectError
 from queue_app.jsonutil import exact_dumps
-from queue_app.managers import fetch_dicts
+from queue_app.managers import fetch_dicts, fetch_prepared
 from queue_app.models import AppliedStatus, Decision
 
 logger = logging.getLogger("queue_app.apply")
@@ -90,7 +90,9 @@ def apply_batch(
     deadline = time.monotonic() + time_budget
     attempted = 0
     with transaction.atomic():
-        jobs = fetch_dicts(sql.CLAIM_DUE_EFFECT_JOBS, {"limit": batch_size})
+        # Prepared (planned once per connection): planning the claim cost several times
+        # what running it does, once per batch (bench/NOTES.md, "B5 halved").
+        jobs = fetch_prepared(sql.CLAIM_DUE_EFFECT_JOBS, {"limit": batch_size})
         if not jobs:
             return 0
         decisions = Decision.objects.select_related(
@@ -119,7 +121,7 @@ def _apply_one_in_batch(decision: Decision, *, attempts: int, policy: RetryPolic
     fields = _log_fields(decision, effect=effect)
     try:
         with transaction.atomic():
-            first = fetch_dicts(
+            first = fetch_prepared(
                 sql.INSERT_APPLIED_DECISION,
                 {
                     "decision_id": decision.pk,
@@ -140,7 +142,7 @@ def _apply_one_in_batch(decision: Decision, *, attempts: int, policy: RetryPolic
                 result = {"superseded": True}
             else:
                 result = _run_effect(effect, decision)
-            fetch_dicts(sql.MARK_EFFECT_JOB_DONE, {"decision_id": decision.pk})
+            fetch_prepared(sql.MARK_EFFECT_JOB_DONE, {"decision_id": decision.pk})
     except Exception as exc:
         if connection.needs_rollback or not connection.is_usable():
             # The savepoint could not be rolled back (the connection is gone): the whole batch

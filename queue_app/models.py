@@ -13,10 +13,11 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import Group
+from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import BrinIndex
 from django.core.exceptions import ValidationError
 from django.db import models
-from django.db.models import Q
+from django.db.models import Q, Value
 
 from queue_app.datetimes import local_text
 from queue_app.jsonutil import ExactDecoder, ExactEncoder
@@ -255,6 +256,18 @@ class ReviewItem(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     released_at = models.DateTimeField(null=True, blank=True)
+    # Who may not lease or decide this item (issue 14, the hand-off): everyone who decided in
+    # the chain of items it escalates, and whoever abandoned it before it was moved to its
+    # escalation queue. Filled by the database (migration 0015) and by ESCALATE_ABANDONED,
+    # only ever grown; the claim passes these items over for them (sql._CLAIM) and a trigger
+    # refuses a lease or decision by them. Empty for every item that is not an escalation.
+    excluded_reviewer_ids = ArrayField(
+        models.BigIntegerField(),
+        default=list,
+        db_default=Value([], output_field=ArrayField(models.BigIntegerField())),
+        blank=True,
+        editable=False,
+    )
 
     objects = ReviewItemManager()
 

@@ -49,13 +49,15 @@ SELECT set_config('lock_timeout', %(lock_timeout)s, true),
 )
 
 # The timeouts above for a fenced write on one item, plus whether the user may still review
-# the item's queue (access can be revoked while a lease is open). One round trip.
+# the item's queue (access can be revoked while a lease is open). One round trip. The queue is
+# the caller's (CLOSE_ITEM then closes the item only in that queue): no read of the item here,
+# so on a distributed schema this touches reference tables only (docs/scaling.md).
 SET_LOCAL_TIMEOUTS_AND_CHECK_ITEM_ACCESS = (
     """
 SELECT set_config('lock_timeout', %(lock_timeout)s, true),
        set_config('statement_timeout', %(statement_timeout)s, true),
        """
-    + _MAY_REVIEW.format(queue="(SELECT queue_id FROM queue_app_reviewitem WHERE id = %(item_id)s)")
+    + _MAY_REVIEW.format(queue="%(queue_id)s")
     + """ AS allowed
 """
 )
@@ -80,6 +82,7 @@ UPDATE queue_app_reviewitem AS i
          ORDER BY lease_expires DESC
          LIMIT 1
        )
+   AND i.queue_id = %(queue_id)s
    AND i.state = 'leased' AND i.lease_owner_id = %(owner_id)s AND i.lease_expires > now()
    AND """
     + _MAY_REVIEW.format(queue="%(queue_id)s")
@@ -103,12 +106,17 @@ RETURNING i.*
 # only when nothing else is pending for them (fresh, then skipped; both on item_pending_claim).
 # {gate} is a condition checked once, before anything is locked (see CLAIM_NEXT_ITEM).
 # The claimed/reclaimed events are written in the same statement (one round trip).
+# Hand-off (issue 14): each candidate set passes over items whose excluded_reviewer_ids name
+# the claimer (they decided earlier in the item's escalation chain, or abandoned it before it
+# was moved), so the item goes to a second person; `<> ALL` of the empty list (every item
+# that is not an escalation) is true. A trigger refuses such a lease anyway (migration 0015).
 _CLAIM = """
 WITH expired AS MATERIALIZED (
     SELECT id, lease_owner_id AS previous_owner_id
       FROM queue_app_reviewitem
      WHERE queue_id = %(queue_id)s AND state = 'leased' AND lease_expires < now()
        AND lease_count < %(max_leases)s
+       AND %(owner_id)s <> ALL (excluded_reviewer_ids)  -- hand-off
        AND {gate}
      ORDER BY lease_expires
      LIMIT {limit}
@@ -123,6 +131,7 @@ WITH expired AS MATERIALIZED (
           FROM queue_app_reviewitem
          WHERE queue_id = %(queue_id)s AND state = 'pending'
            AND lease_count < %(max_leases)s
+           AND %(owner_id)s <> ALL (excluded_reviewer_ids)  -- hand-off
            AND (released_by_id IS DISTINCT FROM %(owner_id)s
                 OR released_at <= now() - %(release_skip)s::interval)
            AND {gate}
@@ -139,6 +148,7 @@ WITH expired AS MATERIALIZED (
           FROM queue_app_reviewitem
          WHERE queue_id = %(queue_id)s AND state = 'pending'
            AND lease_count < %(max_leases)s
+           AND %(owner_id)s <> ALL (excluded_reviewer_ids)  -- hand-off
            AND released_by_id = %(owner_id)s AND released_at > now() - %(release_skip)s::interval
            AND {gate}
          ORDER BY priority DESC, created_at
@@ -160,7 +170,7 @@ WITH expired AS MATERIALIZED (
            lease_expires = now() + %(ttl)s,
            lease_count = i.lease_count + 1
       FROM picked
-     WHERE i.id = picked.id
+     WHERE i.id = picked.id AND i.queue_id = %(queue_id)s  -- one shard (docs/scaling.md)
  RETURNING i.*, picked.previous_owner_id
 ), events AS (
     INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
@@ -199,7 +209,7 @@ RENEW_LEASE = """
 WITH renewed AS (
     UPDATE queue_app_reviewitem
        SET lease_expires = now() + %(ttl)s
-     WHERE id = %(item_id)s AND state = 'leased'
+     WHERE id = %(item_id)s AND queue_id = %(queue_id)s AND state = 'leased'
        AND lease_token = %(lease_token)s AND lease_owner_id = %(owner_id)s
  RETURNING id, lease_expires
 ), events AS (
@@ -217,7 +227,7 @@ WITH released AS (
     UPDATE queue_app_reviewitem
        SET state = 'pending', lease_owner_id = NULL, lease_token = NULL, lease_expires = NULL,
            released_by_id = %(owner_id)s, released_at = now()
-     WHERE id = %(item_id)s AND state = 'leased'
+     WHERE id = %(item_id)s AND queue_id = %(queue_id)s AND state = 'leased'
        AND lease_token = %(lease_token)s AND lease_owner_id = %(owner_id)s
  RETURNING id
 ), events AS (
@@ -232,12 +242,14 @@ SELECT id FROM released
 # and writes nothing. A late submit whose token still matches is accepted, because nobody else
 # can have claimed the row while the token was unchanged. Returns what the evidence check needs,
 # and the queue's slug and escalation target (whether an escalate verdict has somewhere to go).
+# Like RENEW_LEASE and RELEASE_LEASE it names the item with the queue the caller found it in
+# (one shard when distributed by queue, docs/scaling.md); an item moved since matches nothing.
 CLOSE_ITEM = """
 UPDATE queue_app_reviewitem AS i
    SET state = 'decided', decided_at = now(),
        lease_owner_id = NULL, lease_token = NULL, lease_expires = NULL
   FROM queue_app_queue AS q
- WHERE i.id = %(item_id)s AND i.state = 'leased'
+ WHERE i.id = %(item_id)s AND i.queue_id = %(queue_id)s AND i.state = 'leased'
    AND i.lease_token = %(lease_token)s AND i.lease_owner_id = %(owner_id)s
    AND q.id = i.queue_id
 RETURNING i.id, i.queue_id, i.subject, i.payload,
@@ -283,10 +295,16 @@ SELECT * FROM decision
 # live lease) to their queue's escalation queue, at higher priority, lease cleared. A late
 # submit on the old token then fails the fenced close. SKIP LOCKED: an item a claimer is
 # stamping right now is left for the next sweep rather than waited on.
+# Hand-off (issue 14): everyone who held the item (its claimed/reclaimed events, through the
+# item foreign key's index) joins its excluded_reviewer_ids, so none of them gets it again in
+# the escalation queue; the event names them for the item page.
 ESCALATE_ABANDONED = """
 WITH candidates AS MATERIALIZED (
     SELECT i.id, i.queue_id AS from_queue_id, q.escalation_queue_id AS to_queue_id,
-           i.lease_count, i.lease_owner_id AS last_owner_id
+           i.lease_count, i.lease_owner_id AS last_owner_id,
+           ARRAY(SELECT DISTINCT e.actor_id FROM queue_app_itemevent AS e
+                  WHERE e.item_id = i.id AND e.kind IN ('claimed', 'reclaimed')
+                    AND e.actor_id IS NOT NULL ORDER BY e.actor_id) AS abandoned_by
       FROM queue_app_reviewitem AS i
       JOIN queue_app_queue AS q ON q.id = i.queue_id
      WHERE q.escalation_queue_id IS NOT NULL
@@ -298,15 +316,20 @@ WITH candidates AS MATERIALIZED (
 ), moved AS (
     UPDATE queue_app_reviewitem AS i
        SET queue_id = c.to_queue_id, priority = i.priority + 10, state = 'pending',
-           lease_owner_id = NULL, lease_token = NULL, lease_expires = NULL, lease_count = 0
+           lease_owner_id = NULL, lease_token = NULL, lease_expires = NULL, lease_count = 0,
+           excluded_reviewer_ids = ARRAY(
+               SELECT DISTINCT u FROM unnest(i.excluded_reviewer_ids || c.abandoned_by) AS u
+                ORDER BY u)
       FROM candidates AS c
      WHERE i.id = c.id
- RETURNING i.id, i.trace_id, c.from_queue_id, c.to_queue_id, c.lease_count, c.last_owner_id
+ RETURNING i.id, i.trace_id, c.from_queue_id, c.to_queue_id, c.lease_count, c.last_owner_id,
+           c.abandoned_by
 ), events AS (
     INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
     SELECT id, 'auto_escalated', NULL, now(),
            jsonb_build_object('from_queue_id', from_queue_id, 'to_queue_id', to_queue_id,
-                              'lease_count', lease_count, 'last_owner_id', last_owner_id)
+                              'lease_count', lease_count, 'last_owner_id', last_owner_id,
+                              'abandoned_by', to_jsonb(abandoned_by))
       FROM moved
 )
 SELECT * FROM moved
@@ -522,3 +545,33 @@ UPDATE queue_app_effectjob
  WHERE decision_id = %(decision_id)s AND done_at IS NULL
 RETURNING attempts, dead, next_attempt_at
 """
+
+
+# -- the hot path, for a schema distributed by queue ---------------------------------------------
+# Every statement a reviewer's or worker's cycle runs (claim, renew, release, decide). Each one
+# names its queue in every read or write of a table that would be distributed by queue_id, so
+# on Citus it is routed to one shard (docs/scaling.md, "1,000x today").
+# tests/test_single_shard.py parses each with PostgreSQL's own parser and fails if one loses
+# its queue_id predicate; a statement added to the cycle belongs here.
+HOT_PATH = (
+    "MAY_REVIEW_QUEUE",
+    "SET_LOCAL_TIMEOUTS_AND_LOCK_REVIEWER_QUEUE",
+    "SET_LOCAL_TIMEOUTS_AND_CHECK_ITEM_ACCESS",
+    "RENEW_OWN_LIVE_LEASE",
+    "CLAIM_NEXT_ITEM",
+    "CLAIM_ITEMS",
+    "RENEW_LEASE",
+    "RELEASE_LEASE",
+    "CLOSE_ITEM",
+    "INSERT_DECISION",
+)
+
+# The tables distribution by queue_id would shard (docs/scaling.md); the rest (queues, reason
+# codes, users, groups, API clients) become reference tables copied to every node.
+DISTRIBUTED_TABLES = (
+    "queue_app_reviewitem",
+    "queue_app_decision",
+    "queue_app_effectjob",
+    "queue_app_applieddecision",
+    "queue_app_itemevent",
+)

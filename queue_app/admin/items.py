@@ -15,6 +15,7 @@ from queue_app.admin.filters import (
     AgeFilter,
     LeaseCountFilter,
 )
+from queue_app.admin.handoff import render_handoff
 from queue_app.admin.timeline import item_timeline, pretty_json
 from queue_app.models import (
     ReviewItem,
@@ -71,8 +72,9 @@ class ReviewItemAdmin(ReadOnlyAdmin):
             "Lease",
             {"fields": ("lease_owner", "lease_expires", "lease_count", "decided_at")},
         ),
+        ("Escalation hand-off", {"fields": ("hand_off",)}),
     )
-    readonly_fields = ("evidence",)
+    readonly_fields = ("evidence", "hand_off")
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet, search_term: str
@@ -116,6 +118,10 @@ class ReviewItemAdmin(ReadOnlyAdmin):
     @admin.display(description="Evidence (as the reviewer saw it)")
     def evidence(self, item: ReviewItem) -> str:
         return format_html('<pre class="evidence">{}</pre>', pretty_json(item.payload))
+
+    @admin.display(description="Hand-off")
+    def hand_off(self, item: ReviewItem) -> str:
+        return render_handoff(item)
 
     def change_view(
         self,

@@ -80,6 +80,39 @@ def item_out(item: ReviewItem, client: ApiClient) -> dict[str, Any]:
         "leased_to_you": item.state == ItemState.LEASED and item.lease_owner_id == client.user_id,
         "standing_outcome": standing[-1].standing_verdict if standing else None,
         "decisions": [decision_out(d) for d in decisions],
+        **handoff_out(item),
+    }
+
+
+def handoff_out(item: ReviewItem) -> dict[str, Any]:
+    """Render the item's escalation hand-off: where it came from, where it went, who is barred."""
+    handoff = services.item_handoff(item=item)
+    return {
+        "escalated_from": [
+            {
+                "kind": a.kind,
+                "at": a.at,
+                "from_item_id": a.from_item_id,
+                "from_queue": a.from_queue.slug if a.from_queue else None,
+                "decision_id": a.decision.pk if a.decision else None,
+                "by": a.by,
+                "reason_code": a.decision.reason_code.code if a.decision else None,
+                "reason": a.reason_label or None,
+                "note": a.note,
+                "lease_count": a.lease_count,
+            }
+            for a in handoff.arrived
+        ],
+        "escalations": [
+            {
+                "item_id": e.pk,
+                "queue": e.queue.slug,
+                "state": e.state,
+                "decision_id": e.escalated_by_decision_id,
+            }
+            for e in handoff.escalations
+        ],
+        "excluded_reviewers": handoff.excluded,
     }
 
 

@@ -240,6 +240,35 @@ StoredPayload = Annotated[
 ]
 
 
+class ArrivedByOut(Schema):
+    """How an escalation item reached its queue (issue 14's hand-off)."""
+
+    kind: Literal["decision", "abandoned"] = Field(
+        description="`decision`: an escalate verdict on `from_item_id` opened this item; "
+        "`abandoned`: this item was moved after `lease_count` leases without a decision."
+    )
+    at: datetime
+    from_item_id: int
+    from_queue: str | None
+    decision_id: int | None = Field(description="The escalate verdict; null when abandoned.")
+    by: list[str] = Field(
+        description="Who escalated it, or who held and left it (usernames as recorded)."
+    )
+    reason_code: str | None
+    reason: str | None
+    note: str
+    lease_count: int | None
+
+
+class EscalatedToOut(Schema):
+    """An item opened by escalating this one."""
+
+    item_id: int
+    queue: str
+    state: Literal["pending", "leased", "decided"]
+    decision_id: int | None = Field(description="The escalate verdict that opened it.")
+
+
 class ItemOut(Schema):
     id: int
     queue: str
@@ -261,6 +290,15 @@ class ItemOut(Schema):
     leased_to_you: bool
     standing_outcome: Literal["approve", "reject", "escalate"] | None
     decisions: list[DecisionOut]
+    escalated_from: list[ArrivedByOut] = Field(
+        description="How this item got here: the escalate verdict or abandonment(s), oldest "
+        "first; empty for an item that is not an escalation."
+    )
+    escalations: list[EscalatedToOut] = Field(description="Items opened by escalating this one.")
+    excluded_reviewers: list[str] = Field(
+        description="Who may not lease or decide this item: they decided earlier in its "
+        "escalation chain, or held it before it was moved (usernames)."
+    )
 
 
 # -- leases -------------------------------------------------------------------------------------

@@ -41,6 +41,8 @@ from queue_app.models import REVIEW_VERDICTS, ItemState, Queue, ReasonCode, Revi
 from queue_app.rules import warnings_for
 from queue_app.services import (
     claim_next,
+    handoff_refusal,
+    item_handoff,
     queues_for_user,
     release_lease,
     renew_lease,
@@ -155,6 +157,8 @@ def home(request: HttpRequest) -> HttpResponse:
             Q(state=ItemState.PENDING) | Q(state=ItemState.LEASED, lease_expires__lt=now),
             queue_id__in=[q.pk for q in queues],
         )
+        # Hand-off (issue 14): an escalation this user may not take is not waiting for them.
+        .exclude(excluded_reviewer_ids__contains=[request.user.pk])
         .order_by()
         .values("queue_id")
         .annotate(
@@ -263,6 +267,7 @@ def _render_item_page(
         "mine": mine,
         "held_by_other": held_by_other,
     }
+    context.update(_handoff_context(request, item))
     if mine:
         # The hash of exactly what this page renders, from the row as loaded above.
         shown = evidence_hash(subject=item.subject, payload=item.payload)
@@ -296,6 +301,23 @@ def _render_item_page(
     return render(request, "console/item.html", context, status=status)
 
 
+def _handoff_context(request: HttpRequest, item: ReviewItem) -> dict[str, Any]:
+    """The item's escalation hand-off, and which linked items this user may open."""
+    handoff = item_handoff(item=item)
+    if handoff.empty:
+        return {"handoff": handoff}
+    linked = [a.from_item_id for a in handoff.arrived] + [e.pk for e in handoff.escalations]
+    mine = set(queues_for_user(user=request.user).values_list("pk", flat=True))
+    queue_of = dict(ReviewItem.objects.filter(pk__in=linked).values_list("pk", "queue_id"))
+    return {
+        "handoff": handoff,
+        "handoff_open_ids": {pk for pk, queue_id in queue_of.items() if queue_id in mine},
+        "handoff_mine_refused": handoff_refusal(item=item, user=request.user)
+        if item.state != ItemState.DECIDED
+        else None,
+    }
+
+
 # -- fenced writes ------------------------------------------------------------------------------
 
 
@@ -324,6 +346,7 @@ def item_decide(request: HttpRequest, item_id: int) -> HttpResponse:
             reason_code=data["reason_code"],
             evidence_hash=data["evidence_hash"],
             note=data["note"],
+            queue_id=item.queue_id,
         )
     except (StaleLease, EvidenceChanged) as exc:
         # Show the item as it is now: someone else's, decided, or with the new evidence.
@@ -364,7 +387,10 @@ def item_release(request: HttpRequest, item_id: int) -> HttpResponse:
         if not form.is_valid():
             raise StaleLease()
         release_lease(
-            item_id=item.pk, reviewer=request.user, lease_token=form.cleaned_data["lease_token"]
+            item_id=item.pk,
+            reviewer=request.user,
+            lease_token=form.cleaned_data["lease_token"],
+            queue_id=item.queue_id,
         )
     except StaleLease as exc:
         messages.error(request, exc.message)
@@ -389,7 +415,10 @@ def item_renew(request: HttpRequest, item_id: int) -> HttpResponse:
         if not form.is_valid():
             raise StaleLease()
         expires = renew_lease(
-            item_id=item.pk, reviewer=request.user, lease_token=form.cleaned_data["lease_token"]
+            item_id=item.pk,
+            reviewer=request.user,
+            lease_token=form.cleaned_data["lease_token"],
+            queue_id=item.queue_id,
         )
     except StaleLease as exc:
         if wants_json:

@@ -20,6 +20,7 @@ from queue_app.services.decisions import (
     submit_decision,
 )
 from queue_app.services.escalation import escalate_abandoned, open_escalation
+from queue_app.services.handoff import handoff_refusal, item_handoff
 from queue_app.services.intake import create_item, replace_evidence
 from queue_app.services.leases import (
     BATCH_SIZE_RANGE,
@@ -45,7 +46,9 @@ __all__ = [
     "explain_stale_lease",
     "find_completed_decision",
     "four_eyes_refusal",
+    "handoff_refusal",
     "item_decisions",
+    "item_handoff",
     "open_escalation",
     "overturn_decision",
     "queues_for_user",

@@ -40,7 +40,8 @@ from queue_app.services._common import (
     logger,
     parse_token,
 )
-from queue_app.services.leases import explain_stale_lease
+from queue_app.services.handoff import HANDOFF_REFUSAL, handoff_refusal, is_handoff_violation
+from queue_app.services.leases import explain_stale_lease, item_queue_id
 
 
 def reason_codes_for(*, queue: Queue | int, verdict: str) -> QuerySet[ReasonCode]:
@@ -62,8 +63,13 @@ def submit_decision(
     reason_code: str | ReasonCode,
     evidence_hash: str,
     note: str = "",
+    queue_id: int | None = None,
 ) -> Decision:
-    """Close a leased item with a verdict, fenced by the lease token and the evidence hash."""
+    """Close a leased item with a verdict, fenced by the lease token and the evidence hash.
+
+    queue_id is the queue the caller found the item in (the console loads the item anyway);
+    without it the item's is read first, one primary-key read (the API's by-id routes).
+    """
     token = parse_token(lease_token)
     if verdict not in REVIEW_VERDICTS:
         raise InvalidVerdict()
@@ -71,10 +77,15 @@ def submit_decision(
         raise InvalidBounds(f"The note is longer than {NOTE_MAX_LENGTH} characters.")
     if not reviewer.is_authenticated or not reviewer.is_active:
         raise NotPermitted("You no longer have access to this queue.")
+    if queue_id is None:
+        queue_id = item_queue_id(item_id=item_id)
+        if queue_id is None:
+            raise StaleLease()
     try:
         with transaction.atomic():
             allowed, closed = ReviewItem.objects.guard_and_close(
                 item_id=item_id,
+                queue_id=queue_id,
                 lease_token=token,
                 owner_id=reviewer.pk,
                 is_superuser=reviewer.is_superuser,
@@ -107,6 +118,8 @@ def submit_decision(
     except IntegrityError as exc:
         if is_missing_reason(exc):
             raise InvalidReason() from None
+        if is_handoff_violation(exc):  # the claim passes such items over; the database agrees
+            raise NotPermitted(HANDOFF_REFUSAL) from None
         raise
     except StaleLease:
         # Rolled back by now: say what happened to the item instead of a generic refusal.
@@ -216,7 +229,9 @@ def overturn_decision(
             raise InvalidVerdict(
                 "An escalation is not overturned; decide the escalated item in its own queue."
             )
-        refusal = four_eyes_refusal(decision=target, user=admin)
+        refusal = handoff_refusal(item=target.item, user=admin) or four_eyes_refusal(
+            decision=target, user=admin
+        )
         if refusal is not None:
             raise NotPermitted(refusal)
         if target.standing_verdict == corrected_verdict:
@@ -242,6 +257,8 @@ def overturn_decision(
                 raise AlreadySuperseded() from None
             if "four eyes" in str(exc):  # the trigger's verdict, had the check above raced
                 raise NotPermitted("Four eyes: someone else must overturn this item.") from None
+            if is_handoff_violation(exc):  # migration 0015's trigger
+                raise NotPermitted(HANDOFF_REFUSAL) from None
             raise
     logger.info(
         "decision overturned",

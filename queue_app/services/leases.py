@@ -92,30 +92,60 @@ def claim_batch(*, queue: Queue, worker: User, n: int, ttl: timedelta) -> list[R
     return items
 
 
-def renew_lease(*, item_id: int, reviewer: User, lease_token: uuid.UUID | str) -> datetime:
-    """Extend the reviewer's lease by the queue's TTL; StaleLease if it is no longer theirs."""
+def item_queue_id(*, item_id: int) -> int | None:
+    """Return the queue an item is in now, for a caller that knows only the item's id.
+
+    One primary-key read. Callers that loaded the item (the console) pass its queue instead:
+    the fenced statements name the item with its queue so that, distributed by queue, each
+    goes to one shard (docs/scaling.md); this read by id alone would not.
+    """
+    return ReviewItem.objects.filter(pk=item_id).values_list("queue_id", flat=True).first()
+
+
+def renew_lease(
+    *, item_id: int, reviewer: User, lease_token: uuid.UUID | str, queue_id: int | None = None
+) -> datetime:
+    """Extend the reviewer's lease by the queue's TTL; StaleLease if it is no longer theirs.
+
+    queue_id is the queue the caller found the item in; without it the item's is read first.
+    """
     token = parse_token(lease_token)
-    queue = Queue.objects.filter(items__pk=item_id).only("lease_ttl").first()
+    if queue_id is None:
+        queue_id = item_queue_id(item_id=item_id)
+    queue = Queue.objects.filter(pk=queue_id).only("lease_ttl").first() if queue_id else None
     if queue is None:
         raise StaleLease()
     with transaction.atomic():
         guard_timeouts()
         expires = ReviewItem.objects.renew(
-            item_id=item_id, lease_token=token, owner_id=reviewer.pk, ttl=queue.lease_ttl
+            item_id=item_id,
+            queue_id=queue.pk,
+            lease_token=token,
+            owner_id=reviewer.pk,
+            ttl=queue.lease_ttl,
         )
     if expires is None:
         raise explain_stale_lease(item_id=item_id, user=reviewer)
     return expires
 
 
-def release_lease(*, item_id: int, reviewer: User, lease_token: uuid.UUID | str) -> None:
-    """Give the item back to its queue; StaleLease if the lease is no longer the reviewer's."""
+def release_lease(
+    *, item_id: int, reviewer: User, lease_token: uuid.UUID | str, queue_id: int | None = None
+) -> None:
+    """Give the item back to its queue; StaleLease if the lease is no longer the reviewer's.
+
+    queue_id is the queue the caller found the item in; without it the item's is read first.
+    """
     token = parse_token(lease_token)
-    with transaction.atomic():
-        guard_timeouts()
-        released = ReviewItem.objects.release(
-            item_id=item_id, lease_token=token, owner_id=reviewer.pk
-        )
+    if queue_id is None:
+        queue_id = item_queue_id(item_id=item_id)
+    released = False
+    if queue_id is not None:
+        with transaction.atomic():
+            guard_timeouts()
+            released = ReviewItem.objects.release(
+                item_id=item_id, queue_id=queue_id, lease_token=token, owner_id=reviewer.pk
+            )
     if not released:
         raise explain_stale_lease(item_id=item_id, user=reviewer)
     logger.info("item released", extra=log_extra(item_id=item_id, reviewer=reviewer.pk))
