@@ -20,6 +20,6 @@ DROP = "ALTER TABLE queue_app_reviewitem DROP CONSTRAINT item_payload_is_object;
 
 
 class Migration(migrations.Migration):
-    dependencies = [("queue_app", "0010_sealed_chain")]
+    dependencies = [("queue_app", "0015_handoff")]
 
     operations = [migrations.RunSQL(ADD, DROP)]
