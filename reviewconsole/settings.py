@@ -49,15 +49,16 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     # Only for its static files: the API docs page (/api/v1/docs) then works offline.
     "ninja",
+    # Before queue_app, whose admin takes their device pages away (queue_app/admin/identity.py).
+    "django_otp",
+    "django_otp.plugins.otp_totp",
+    "django_otp.plugins.otp_static",
     "queue_app",
     "axes",
     # Identity (README.md, "Signing in"): triggers that record access changes (pghistory on
     # pgtrigger), TOTP and recovery codes (django-otp), OpenID Connect (mozilla-django-oidc).
     "pgtrigger",
     "pghistory",
-    "django_otp",
-    "django_otp.plugins.otp_totp",
-    "django_otp.plugins.otp_static",
     "mozilla_django_oidc",
 ]
 

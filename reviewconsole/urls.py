@@ -44,6 +44,11 @@ urlpatterns = [
         admin.site.admin_view(history_views.access_history_csv),
         name="access-history-csv",
     ),
+    path(
+        "admin/mfa-reset/<int:user_id>/",
+        admin.site.admin_view(history_views.reset_second_factor_view),
+        name="mfa-reset",
+    ),
     path("admin/", admin.site.urls),
     path("oidc/", include(oidc_urls)),
     path("accounts/", include(accounts)),

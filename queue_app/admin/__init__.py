@@ -5,3 +5,4 @@ the app. API clients come first, as they did when they lived beside the API.
 """
 
 from queue_app.admin import api_clients, base, config, decisions, items, outbox  # noqa: F401
+from queue_app.admin import identity  # noqa: F401

@@ -139,3 +139,35 @@ def access_history_csv(request: HttpRequest) -> HttpResponse:
     response = StreamingHttpResponse(_csv_lines(form.events()), content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="access-history-{stamp}.csv"'
     return response
+
+
+def reset_second_factor_view(request: HttpRequest, user_id: int) -> HttpResponse:
+    """Remove another user's second-factor devices (a lost phone); recorded in the history."""
+    from django.contrib import messages
+    from django.shortcuts import get_object_or_404, redirect
+    from django.urls import reverse
+
+    from queue_app.identity.mfa import reset_second_factor
+
+    if not request.user.has_perm("auth.change_user"):
+        raise PermissionDenied("Resetting a second factor needs permission to change users.")
+    target = get_object_or_404(User, pk=user_id)
+    change_url = reverse("admin:auth_user_change", args=[target.pk])
+    if request.method != "POST":
+        context = {
+            **admin.site.each_context(request),
+            "title": "Reset second factor",
+            "target": target,
+            "change_url": change_url,
+        }
+        return render(request, "admin/mfa_reset.html", context)
+    if target.pk == request.user.pk:
+        messages.error(request, "Another administrator must reset your own second factor.")
+        return redirect(change_url)
+    removed = reset_second_factor(user=target, by=request.user)  # type: ignore[arg-type]
+    messages.success(
+        request,
+        f"Removed {removed} second-factor device(s) of {target.get_username()}: they enrol "
+        "again at their next sign-in.",
+    )
+    return redirect(change_url)
