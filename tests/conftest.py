@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, Permission, User
 from django.conf import settings as django_settings
+from django.contrib.auth.models import Group, Permission, User
 from django.db import connection, connections, transaction
 from django.db.backends.postgresql.operations import DatabaseOperations
 from django.test import Client
