@@ -100,7 +100,7 @@ def _check(device: TOTPDevice | StaticDevice, code: str) -> bool:
 def verify_code(*, user: User, code: str) -> Verified:
     """Check a six-digit code from the authenticator, or a recovery code (used up)."""
     code = "".join(code.split())
-    if not code or len(code) > 16:
+    if not code.isascii() or not code.isalnum() or len(code) > 16:
         raise MfaError("Enter the 6-digit code from your authenticator app, or a recovery code.")
     if code.isdigit() and len(code) == 6:
         device = confirmed_totp(user)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
-from django_otp.oath import totp
+from django_otp.oath import TOTP
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 
@@ -40,5 +40,6 @@ def current_code(device: TOTPDevice, *, offset: int = 0) -> str:
     """The code an authenticator app would show now (or offset steps away)."""
     import time
 
-    now = int(time.time()) + offset * device.step
-    return f"{totp(device.bin_key, device.step, device.t0, device.digits, device.drift, now):06d}"
+    computed = TOTP(device.bin_key, device.step, device.t0, device.digits, device.drift)
+    computed.time = time.time() + offset * device.step
+    return f"{computed.token():0{device.digits}d}"
