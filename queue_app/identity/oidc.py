@@ -20,6 +20,7 @@ from django.contrib import messages
 from django.contrib.auth.models import Group, User
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, resolve_url
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.utils import import_from_settings
 from mozilla_django_oidc.views import (
@@ -167,8 +168,6 @@ class _OnlyWhenEnabled:
         except ProviderUnavailable:
             logger.warning("identity provider unavailable", exc_info=True)
             messages.error(request, "The identity provider cannot be reached; try again shortly.")
-            from django.shortcuts import redirect
-
             return redirect("login")
 
     @staticmethod
@@ -186,6 +185,10 @@ class SignOnStart(_OnlyWhenEnabled, OIDCAuthenticationRequestView):
 
 class SignOnCallback(_OnlyWhenEnabled, OIDCAuthenticationCallbackView):
     """The provider's answer: sign in, or say why not."""
+
+    @property
+    def failure_url(self) -> str:
+        return resolve_url(settings.LOGIN_REDIRECT_URL_FAILURE)
 
     def login_failure(self) -> HttpResponse:
         messages.error(
