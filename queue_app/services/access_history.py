@@ -53,7 +53,6 @@ def history_events(
         events = events.filter(
             Q(pgh_model="queue_app.UserAccessEvent", pgh_obj_id=str(user.pk))
             | Q(pgh_data__user_id=user.pk)
-            | Q(pgh_data__user=user.pk)
         )
     if actor is not None:
         events = events.filter(pgh_context__user=actor.pk)
@@ -74,7 +73,6 @@ def _about_queue(queue: Queue) -> Q:
     return (
         Q(pgh_model="queue_app.QueueConfigEvent", pgh_obj_id=str(queue.pk))
         | Q(pgh_data__queue_id=queue.pk)
-        | Q(pgh_data__queue=queue.pk)
         | Q(pgh_model="queue_app.UserGroupEvent", pgh_data__group_id__in=sorted(groups))
     )
 
@@ -102,13 +100,11 @@ class _Names:
             data = event.pgh_data or {}
             for key, kind in (
                 ("user_id", "user"),
-                ("user", "user"),
                 ("group_id", "group"),
                 ("queue_id", "queue"),
-                ("queue", "queue"),
                 ("permission_id", "perm"),
                 ("apiclient_id", "client"),
-                ("created_by", "user"),
+                ("created_by_id", "user"),
             ):
                 if isinstance(data.get(key), int):
                     ids[kind].add(data[key])
@@ -152,13 +148,13 @@ def _subject(event: Any, names: _Names) -> str:
         "queue_app.QueueConfigEvent": lambda: f"queue {data.get('slug')} (#{event.pgh_obj_id})",
         "queue_app.ReasonCodeEvent": lambda: (
             f"reason {data.get('verdict')}/{data.get('code')} of queue "
-            f"{names.of('queue', data.get('queue'))}"
+            f"{names.of('queue', data.get('queue_id'))}"
         ),
         "queue_app.TOTPDeviceEvent": lambda: (
-            f"{data.get('name')} of user {names.of('user', data.get('user'))}"
+            f"{data.get('name')} of user {names.of('user', data.get('user_id'))}"
         ),
         "queue_app.StaticDeviceEvent": lambda: (
-            f"{data.get('name')} of user {names.of('user', data.get('user'))}"
+            f"{data.get('name')} of user {names.of('user', data.get('user_id'))}"
         ),
     }
     return described.get(event.pgh_model, lambda: str(data))()
