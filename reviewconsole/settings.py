@@ -226,7 +226,8 @@ SESSION_REFRESH_SECONDS = 60
 # address lock that pair out for LOGIN_COOLOFF_MINUTES, on the console and admin logins alike.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    # Django's ModelBackend, switched off by PASSWORD_LOGIN=false (queue_app/identity/backends.py).
+    "queue_app.identity.backends.PasswordBackend",
 ]
 AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = timedelta(minutes=env.int("LOGIN_COOLOFF_MINUTES", default=15))
