@@ -1,4 +1,4 @@
-"""Password sign-in that PASSWORD_LOGIN=false switches off, on the console and admin logins alike."""
+"""Password sign-in that PASSWORD_LOGIN=false switches off, on the console and admin logins."""
 
 from __future__ import annotations
 

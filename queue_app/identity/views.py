@@ -11,7 +11,8 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
 from django.shortcuts import redirect, render
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.cache import never_cache
 from django.views.decorators.debug import sensitive_post_parameters
 from django_otp import login as otp_login
@@ -46,8 +47,6 @@ def _next(request: HttpRequest, default: str = "home") -> str:
         target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     ):
         return target
-    from django.urls import reverse
-
     return reverse(default)
 
 
@@ -58,7 +57,7 @@ def mfa_verify(request: HttpRequest) -> HttpResponse:
     """Ask for a code from the enrolled authenticator (or a recovery code)."""
     user = request.user
     if mfa.confirmed_totp(user) is None:  # type: ignore[arg-type]
-        return redirect(f"{_setup_url()}?next={_next(request)}")
+        return redirect(reverse("mfa-setup") + "?" + urlencode({"next": _next(request)}))
     error = ""
     if request.method == "POST":
         try:
@@ -82,12 +81,6 @@ def mfa_verify(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _setup_url() -> str:
-    from django.urls import reverse
-
-    return reverse("mfa-setup")
-
-
 @never_cache
 @sensitive_post_parameters("code")
 @login_required
@@ -98,7 +91,7 @@ def mfa_setup(request: HttpRequest) -> HttpResponse:
         if request.user.is_verified():  # type: ignore[union-attr]
             messages.info(request, "Your authenticator is already set up.")
             return redirect(_next(request))
-        return redirect(f"{_verify_url()}?next={_next(request)}")
+        return redirect(reverse("mfa-verify") + "?" + urlencode({"next": _next(request)}))
     device = mfa.pending_totp(user)  # type: ignore[arg-type]
     error = ""
     if request.method == "POST":
@@ -127,9 +120,3 @@ def mfa_setup(request: HttpRequest) -> HttpResponse:
         },
         status=400 if error else 200,
     )
-
-
-def _verify_url() -> str:
-    from django.urls import reverse
-
-    return reverse("mfa-verify")
