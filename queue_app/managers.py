@@ -5,7 +5,8 @@ No policy here (who may claim, what a stale token means): that is the services p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -14,6 +15,7 @@ from uuid import UUID
 import psycopg
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, models
 from django.db.models.base import DEFERRED
+from pghistory.runtime import _inject_history_context  # off the pipeline, see below
 
 from queue_app import sql
 
@@ -77,6 +79,23 @@ def _row_plan(
 Result = tuple[tuple[str, ...], list[tuple[Any, ...]]]
 
 
+@contextmanager
+def _without_history_context(db: Any) -> Iterator[None]:
+    """Leave these statements as written while an access-history context is active.
+
+    Inside pghistory.context (admin requests, queue_app/identity/middleware.py) every write
+    is prefixed with a SELECT that hands the trigger its context; a statement bound on the
+    server cannot hold two commands, and nothing run here changes access anyway.
+    """
+    held = [w for w in db.execute_wrappers if w is _inject_history_context]
+    for wrapper in held:
+        db.execute_wrappers.remove(wrapper)
+    try:
+        yield
+    finally:
+        db.execute_wrappers.extend(held)
+
+
 def run_together(
     steps: Sequence[tuple[str, dict[str, Any]]], *, commit: bool = False
 ) -> list[Result]:
@@ -111,7 +130,7 @@ def run_together(
     wrap = db.make_debug_cursor if db.queries_logged else db.make_cursor
     cursors = [wrap(psycopg.Cursor(db.connection)) for _ in steps]
     try:
-        with db.wrap_database_errors:
+        with db.wrap_database_errors, _without_history_context(db):
             with db.connection.pipeline():
                 for cursor, (statement, params) in zip(cursors, steps, strict=True):
                     cursor.execute(statement, params)

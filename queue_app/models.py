@@ -658,3 +658,7 @@ class ApiClient(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.token_prefix}…)"
+
+
+# Access and configuration history (append-only, recorded by triggers): queue_app/access_history.py
+from queue_app import access_history  # noqa: E402, F401

@@ -49,8 +49,17 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     # Only for its static files: the API docs page (/api/v1/docs) then works offline.
     "ninja",
+    # Before queue_app, whose admin takes their device pages away (queue_app/admin/identity.py).
+    "django_otp",
+    "django_otp.plugins.otp_totp",
+    "django_otp.plugins.otp_static",
     "queue_app",
     "axes",
+    # Identity (README.md, "Signing in"): triggers that record access changes (pghistory on
+    # pgtrigger), TOTP and recovery codes (django-otp), OpenID Connect (mozilla-django-oidc).
+    "pgtrigger",
+    "pghistory",
+    "mozilla_django_oidc",
 ]
 
 MIDDLEWARE = [
@@ -66,6 +75,14 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # request.user.is_verified(): whether this session proved a second factor (django-otp).
+    "django_otp.middleware.OTPMiddleware",
+    # A session whose provider no longer admits the user ends (mozilla-django-oidc).
+    "queue_app.identity.middleware.OidcSessionRefresh",
+    # Staff without a second factor reach neither the admin, nor /ops/, nor an overturn.
+    "queue_app.identity.middleware.RequireSecondFactorMiddleware",
+    # Who changed access, and in which request (trace id): attached to every history record.
+    "queue_app.identity.middleware.AccessHistoryMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # A lost database answers 503 with words (HTML, or the API's JSON shape), never a 500.
@@ -209,7 +226,8 @@ SESSION_REFRESH_SECONDS = 60
 # address lock that pair out for LOGIN_COOLOFF_MINUTES, on the console and admin logins alike.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    # Django's ModelBackend, switched off by PASSWORD_LOGIN=false (queue_app/identity/backends.py).
+    "queue_app.identity.backends.PasswordBackend",
 ]
 AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = timedelta(minutes=env.int("LOGIN_COOLOFF_MINUTES", default=15))
@@ -265,6 +283,70 @@ REVIEW_CHECKPOINT_KEY = env("REVIEW_CHECKPOINT_KEY", default="")
 REVIEW_CHECKPOINT_PUBLIC_KEY = env("REVIEW_CHECKPOINT_PUBLIC_KEY", default="")
 REVIEW_CHECKPOINT_DIR = Path(env("REVIEW_CHECKPOINT_DIR", default=str(DATA_DIR / "checkpoints")))
 REVIEW_CHECKPOINT_WEBHOOK = env("REVIEW_CHECKPOINT_WEBHOOK", default="")
+
+
+# -- identity (README.md, "Signing in"; queue_app/identity/) ---------------------------------------
+import pghistory  # noqa: E402
+
+# Access history (queue_app/access_history.py): the context (who, which request) is stored in
+# each event row, not in a shared table a later write could change.
+PGHISTORY_CONTEXT_FIELD = pghistory.ContextJSONField()
+PGHISTORY_CONTEXT_ID_FIELD = pghistory.ContextUUIDField(null=True)
+# Record the author of writes only (a GET changes no access).
+PGHISTORY_MIDDLEWARE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+
+# Password login: for development and break-glass admin accounts; PASSWORD_LOGIN=false leaves
+# single sign-on as the only way in (the login page then shows only its button).
+PASSWORD_LOGIN = env.bool("PASSWORD_LOGIN", default=True)
+
+# Single sign-on with any OpenID Connect provider (mozilla-django-oidc), on when OIDC_ISSUER is
+# set: the provider's endpoints and keys are read from its discovery document
+# (<issuer>/.well-known/openid-configuration).
+OIDC_ISSUER = env("OIDC_ISSUER", default="").rstrip("/")
+OIDC_ENABLED = bool(OIDC_ISSUER)
+OIDC_PROVIDER_NAME = env("OIDC_PROVIDER_NAME", default="single sign-on")
+OIDC_RP_CLIENT_ID = env("OIDC_CLIENT_ID", default="")
+OIDC_RP_CLIENT_SECRET = env("OIDC_CLIENT_SECRET", default="")
+OIDC_RP_SCOPES = env("OIDC_SCOPES", default="openid email profile")
+OIDC_RP_SIGN_ALGO = env("OIDC_SIGN_ALGO", default="RS256")
+OIDC_USE_PKCE = True
+OIDC_USE_NONCE = True
+OIDC_TIMEOUT = env.int("OIDC_TIMEOUT_SECONDS", default=10)
+# Endpoints come from discovery (queue_app/identity/oidc.py); these stay unset unless a
+# provider without discovery needs them spelled out.
+OIDC_OP_AUTHORIZATION_ENDPOINT = env("OIDC_AUTHORIZATION_ENDPOINT", default="")
+OIDC_OP_TOKEN_ENDPOINT = env("OIDC_TOKEN_ENDPOINT", default="")
+OIDC_OP_USER_ENDPOINT = env("OIDC_USERINFO_ENDPOINT", default="")
+OIDC_OP_JWKS_ENDPOINT = env("OIDC_JWKS_ENDPOINT", default="")
+OIDC_OP_LOGOUT_URL_METHOD = "queue_app.identity.oidc.provider_logout_url"
+OIDC_STORE_ID_TOKEN = True
+# The claim that lists the user's groups at the provider, and how its values map to Django
+# groups ("provider-value=Django group name,..."); re-applied at every sign-in. Only mapped
+# groups are managed: a group not in the map is never added or removed by sign-in.
+OIDC_GROUPS_CLAIM = env("OIDC_GROUPS_CLAIM", default="groups")
+OIDC_GROUP_MAP = env.dict("OIDC_GROUP_MAP", default={})
+# A session signed in through the provider asks it again (silently, prompt=none) after this
+# long: a user the provider no longer admits loses the session then. The idle timeout by default.
+OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS = env.int(
+    "OIDC_RECHECK_SECONDS", default=SESSION_COOKIE_AGE
+)
+OIDC_AUTHENTICATION_CALLBACK_URL = "oidc_authentication_callback"
+LOGIN_REDIRECT_URL_FAILURE = "login"
+if OIDC_ENABLED:
+    AUTHENTICATION_BACKENDS.append("queue_app.identity.oidc.ReviewOidcBackend")
+
+# Second factor (django-otp): staff need a verified TOTP device for the admin, /ops/ and
+# overturns; MFA_REQUIRED_FOR_ALL extends it to every signed-in page. With OIDC_TRUST_AMR, a
+# sign-in whose ID token says the provider checked a second factor (amr: mfa, otp, hwk, ...)
+# counts as verified.
+MFA_REQUIRED_FOR_ALL = env.bool("MFA_REQUIRED_FOR_ALL", default=False)
+OIDC_TRUST_AMR = env.bool("OIDC_TRUST_AMR", default=False)
+OTP_TOTP_ISSUER = env("OTP_TOTP_ISSUER", default="Review Console")
+# Wrong codes in a row before verification waits (doubling each time): django-otp's throttle.
+OTP_TOTP_THROTTLE_FACTOR = 1
+OTP_STATIC_THROTTLE_FACTOR = 1
+MFA_RECOVERY_CODES = 10
+# -- end of identity -------------------------------------------------------------------------------
 
 from reviewconsole.logging_config import build_logging  # noqa: E402
 

@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings as django_settings
 from django.contrib.auth.models import Group, Permission, User
 from django.db import connection, connections, transaction
 from django.db.backends.postgresql.operations import DatabaseOperations
+from django.test import Client
 
 from queue_app.evidence import evidence_hash
 from queue_app.models import Queue, ReasonCode, ReviewItem, Verdict
@@ -36,6 +38,30 @@ def _flush_past_append_only_triggers(self: DatabaseOperations, sql_list: list[st
 
 
 DatabaseOperations.execute_sql_flush = _flush_past_append_only_triggers
+
+
+_force_login = Client.force_login
+
+
+def _force_login_with_second_factor(self: Client, user: Any, backend: str | None = None) -> None:
+    # force_login skips the password; for staff (or everyone, MFA_REQUIRED_FOR_ALL) it skips
+    # the second factor too, as if they had typed a code, so tests of other pages need not
+    # enrol. Tests of the second factor itself sign in with client.login() or the login page,
+    # which this does not touch (tests/identity/).
+    _force_login(self, user, backend)
+    if user.is_staff or django_settings.MFA_REQUIRED_FOR_ALL:
+        from django_otp import DEVICE_ID_SESSION_KEY
+        from django_otp.plugins.otp_totp.models import TOTPDevice
+
+        device = TOTPDevice.objects.filter(user=user, confirmed=True).first()
+        if device is None:
+            device = TOTPDevice.objects.create(user=user, name="test suite", confirmed=True)
+        session = self.session
+        session[DEVICE_ID_SESSION_KEY] = device.persistent_id
+        session.save()
+
+
+Client.force_login = _force_login_with_second_factor
 
 
 @pytest.fixture(autouse=True)

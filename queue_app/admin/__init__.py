@@ -4,4 +4,12 @@ Django's autodiscovery imports this package; each module registers the admin of 
 the app. API clients come first, as they did when they lived beside the API.
 """
 
-from queue_app.admin import api_clients, base, config, decisions, items, outbox  # noqa: F401
+from queue_app.admin import (  # noqa: F401
+    api_clients,
+    base,
+    config,
+    decisions,
+    identity,
+    items,
+    outbox,
+)

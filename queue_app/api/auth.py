@@ -67,6 +67,7 @@ def issue_api_client(
     can_intake: bool = False,
     can_adjudicate: bool = False,
     queues: list[Queue] | None = None,
+    created_by: AbstractBaseUser | None = None,
 ) -> tuple[ApiClient, str]:
     """Create a client with its own service user; return (client, plain token shown once)."""
     token = new_token()
@@ -79,6 +80,7 @@ def issue_api_client(
             token_hash=digest,
             can_intake=can_intake,
             can_adjudicate=can_adjudicate,
+            created_by=created_by,
         )
         if queues:
             client.queues.set(queues)

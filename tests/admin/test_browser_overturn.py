@@ -11,6 +11,7 @@ from queue_app.models import AppliedDecision, Decision, Queue, ReasonCode
 from queue_app.services import claim_next, create_item, release_lease
 from tests.admin.conftest import decide, run_apply_worker_once
 from tests.conftest import ARTIFACTS, screenshot
+from tests.identity.browser_steps import enrol_second_factor
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -67,6 +68,7 @@ def test_a_supervisor_overturns_a_decision_from_the_item_history(
     page.fill("#id_username", "casey")
     page.fill("#id_password", "pw-casey")
     page.click("input[type=submit]")
+    enrol_second_factor(page)  # staff prove a second factor before the admin (issue 16)
 
     page.get_by_role("link", name="Review items").click()
     page.fill("#searchbar", "Amara")

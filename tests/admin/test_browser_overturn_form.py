@@ -9,6 +9,7 @@ from playwright.sync_api import Page, expect
 from queue_app.models import Decision
 from queue_app.services import overturn_decision
 from tests.conftest import screenshot
+from tests.identity.browser_steps import enrol_second_factor
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -18,6 +19,7 @@ def _admin_login(page: Page, live_server) -> None:
     page.fill("#id_username", "casey")
     page.fill("#id_password", "pw-casey")
     page.click("input[type=submit]")
+    enrol_second_factor(page)  # staff prove a second factor before the admin (issue 16)
     page.wait_for_url(f"{live_server.url}/admin/")
 
 

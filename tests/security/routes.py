@@ -103,6 +103,8 @@ def _path_for(route: Route, world: World) -> str:
             kwargs["object_id"] = world.sample_pk(match["app"], match["model"])
     if "id" in resolver_kwargs:  # admin:auth_user_password_change
         kwargs["id"] = world.users["reviewer"].pk
+    if "user_id" in resolver_kwargs:  # mfa-reset
+        kwargs["user_id"] = world.users["reviewer"].pk
     if "item_id" in resolver_kwargs:
         kwargs["item_id"] = {
             "api:decide": world.robot_held.pk,

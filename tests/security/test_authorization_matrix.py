@@ -122,6 +122,20 @@ EXPECTED: list[tuple[str, dict[str, str]]] = [
     ("item-decide", row(LOGIN, "404", "302+write", "404", "302")),
     ("item-release", row(LOGIN, "404", "302+write", "404", "302")),
     ("item-renew", row(LOGIN, "404", "302+write", "404", "302")),
+    # -- identity (queue_app/identity/) -----------------------------------------------------------
+    # The access history says who holds which access: auth.view_user (the superuser) only.
+    ("access-history", staff("403", "200")),
+    ("access-history-csv", staff("403", "200")),
+    # Resetting another's second factor needs auth.change_user (GET: the confirmation page).
+    ("mfa-reset", staff("403", "200")),
+    # Second factor: anyone signed in may enrol or verify their own. Non-staff without a device
+    # are sent from verification to enrolment; staff here are verified (tests/conftest.py), so
+    # enrolment sends them on.
+    ("mfa-verify", row(LOGIN, "302", "302", "200", "200")),
+    ("mfa-setup", row(LOGIN, "200", "200", "302", "302")),
+    # Single sign-on is off in this world (no OIDC_ISSUER): its routes do not exist for anyone.
+    # tests/identity/test_oidc_provider.py exercises them against a real provider.
+    ("oidc_*", row("404", "404", "404", "404", "404")),
 ]
 
 

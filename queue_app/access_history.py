@@ -1,0 +1,176 @@
+"""Who was given access, and how queues were configured: append-only history kept by triggers.
+
+django-pghistory installs a trigger on each tracked table that copies the row (before or after
+the change) into an event table of its own, in the same transaction as the change. Because the
+database writes the record, an access change made in a SQL shell, a migration or another
+service is recorded as surely as one made in the admin; only its author differs: the
+application attaches who and which request (``pghistory.context``, set by
+``queue_app.identity.middleware.AccessHistoryMiddleware``), and a change with no context was
+made "outside the application" (the history shows "database").
+
+Every event table is append-only (``append_only=True``: a trigger refuses UPDATE and DELETE),
+and the context is stored in the event row itself (PGHISTORY_CONTEXT_FIELD is a JSON field), so
+no later write to a shared context table can rewrite what a record says.
+
+Tables of other apps (auth, django-otp) and many-to-many link tables are tracked through proxy
+models, so the triggers and their migrations live in this app.
+"""
+
+from __future__ import annotations
+
+import pghistory
+import pgtrigger
+from django.contrib.auth.models import Group, User
+from django_otp.plugins.otp_static.models import StaticDevice
+from django_otp.plugins.otp_totp.models import TOTPDevice
+
+from queue_app.models import ApiClient, Queue, ReasonCode
+
+APP = "queue_app"
+
+#: The user flags that grant access; last_login and the password hash are not history.
+USER_FIELDS = ["username", "is_active", "is_staff", "is_superuser"]
+#: Queue settings that change what a reviewer's decision does or who gets the work.
+QUEUE_FIELDS = [
+    "slug",
+    "name",
+    "lease_ttl",
+    "escalation_threshold",
+    "escalation_queue",
+    "effect",
+    "webhook_url",
+    "webhook_secret_env",
+    "max_in_flight",
+    "release_skip",
+]
+#: last_used_at changes on every API call: not an access change.
+API_CLIENT_FIELDS = [
+    "name",
+    "user",
+    "token_prefix",
+    "can_intake",
+    "can_adjudicate",
+    "created_by",
+    "revoked_at",
+]
+#: A TOTP device's counters (last_t, drift, throttling) move at every sign-in: not history.
+DEVICE_FIELDS = ["user", "name", "confirmed"]
+
+
+def _row_events(fields: list[str]) -> tuple[pghistory.RowEvent, ...]:
+    """Insert, update (only when a tracked field changes) and delete events."""
+    return (
+        pghistory.InsertEvent("created"),
+        pghistory.UpdateEvent("changed", condition=pgtrigger.AnyChange(*fields)),
+        pghistory.DeleteEvent("deleted"),
+    )
+
+
+def _link_events() -> tuple[pghistory.RowEvent, ...]:
+    return (pghistory.InsertEvent("added"), pghistory.DeleteEvent("removed"))
+
+
+class UserAccess(User):
+    class Meta:
+        proxy = True
+        app_label = APP
+
+
+class UserGroupLink(User.groups.through):  # type: ignore[name-defined, misc]
+    class Meta:
+        proxy = True
+        app_label = APP
+
+
+class UserPermissionLink(User.user_permissions.through):  # type: ignore[name-defined, misc]
+    class Meta:
+        proxy = True
+        app_label = APP
+
+
+class GroupPermissionLink(Group.permissions.through):  # type: ignore[name-defined, misc]
+    class Meta:
+        proxy = True
+        app_label = APP
+
+
+class QueueReviewerGroupLink(Queue.reviewer_groups.through):  # type: ignore[name-defined, misc]
+    class Meta:
+        proxy = True
+        app_label = APP
+
+
+class ApiClientQueueLink(ApiClient.queues.through):  # type: ignore[name-defined, misc]
+    class Meta:
+        proxy = True
+        app_label = APP
+
+
+class TOTPDeviceAccess(TOTPDevice):
+    class Meta:
+        proxy = True
+        app_label = APP
+
+
+class StaticDeviceAccess(StaticDevice):
+    class Meta:
+        proxy = True
+        app_label = APP
+
+
+def _event_model(tracked, name: str, trackers, fields=None, obj: bool = True):
+    return pghistory.create_event_model(
+        tracked,
+        *trackers,
+        fields=fields,
+        model_name=name,
+        app_label=APP,
+        abstract=False,
+        append_only=True,
+        obj_field=pghistory.ObjForeignKey(related_name="access_events") if obj else None,
+    )
+
+
+UserAccessEvent = _event_model(UserAccess, "UserAccessEvent", _row_events(USER_FIELDS), USER_FIELDS)
+UserGroupEvent = _event_model(UserGroupLink, "UserGroupEvent", _link_events(), obj=False)
+UserPermissionEvent = _event_model(
+    UserPermissionLink, "UserPermissionEvent", _link_events(), obj=False
+)
+GroupPermissionEvent = _event_model(
+    GroupPermissionLink, "GroupPermissionEvent", _link_events(), obj=False
+)
+QueueReviewerGroupEvent = _event_model(
+    QueueReviewerGroupLink, "QueueReviewerGroupEvent", _link_events(), obj=False
+)
+ApiClientEvent = _event_model(
+    ApiClient, "ApiClientEvent", _row_events(API_CLIENT_FIELDS), API_CLIENT_FIELDS
+)
+ApiClientQueueEvent = _event_model(
+    ApiClientQueueLink, "ApiClientQueueEvent", _link_events(), obj=False
+)
+QueueConfigEvent = _event_model(Queue, "QueueConfigEvent", _row_events(QUEUE_FIELDS), QUEUE_FIELDS)
+REASON_FIELDS = ["queue", "verdict", "code", "label", "retired_at", "is_default"]
+ReasonCodeEvent = _event_model(
+    ReasonCode, "ReasonCodeEvent", _row_events(REASON_FIELDS), REASON_FIELDS
+)
+TOTPDeviceEvent = _event_model(
+    TOTPDeviceAccess, "TOTPDeviceEvent", _row_events(DEVICE_FIELDS), DEVICE_FIELDS
+)
+StaticDeviceEvent = _event_model(
+    StaticDeviceAccess, "StaticDeviceEvent", _link_events(), ["user", "name"]
+)
+
+#: Every access event model, in the order the history lists their kinds.
+EVENT_MODELS = [
+    UserAccessEvent,
+    UserGroupEvent,
+    UserPermissionEvent,
+    GroupPermissionEvent,
+    QueueReviewerGroupEvent,
+    ApiClientEvent,
+    ApiClientQueueEvent,
+    QueueConfigEvent,
+    ReasonCodeEvent,
+    TOTPDeviceEvent,
+    StaticDeviceEvent,
+]

@@ -1,0 +1,205 @@
+"""Read the access and configuration history (recorded by triggers, queue_app/access_history.py).
+
+One timeline across every event table (pghistory's Events), filtered by the user a change was
+about (or made by), the queue it concerns, and dates. A queue's history includes the group
+memberships of every group that reviews it, or ever did: "who gave Alice access to KYC" is the
+day Alice joined a KYC reviewer group, or the day her group was given the queue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth.models import Group, Permission, User
+from django.db.models import Q, QuerySet
+from pghistory.models import Events
+
+from queue_app.access_history import EVENT_MODELS, QueueReviewerGroupEvent
+from queue_app.models import ApiClient, Queue
+
+DATABASE = "database"
+SIGN_ON = "single sign-on"
+
+#: Event model label -> (what it records, the object kind its subject names).
+KINDS: dict[str, str] = {
+    "queue_app.UserAccessEvent": "user flags",
+    "queue_app.UserGroupEvent": "group membership",
+    "queue_app.UserPermissionEvent": "user permission",
+    "queue_app.GroupPermissionEvent": "group permission",
+    "queue_app.QueueReviewerGroupEvent": "queue reviewer group",
+    "queue_app.ApiClientEvent": "API client",
+    "queue_app.ApiClientQueueEvent": "API client queue",
+    "queue_app.QueueConfigEvent": "queue configuration",
+    "queue_app.ReasonCodeEvent": "reason code",
+    "queue_app.TOTPDeviceEvent": "authenticator (TOTP)",
+    "queue_app.StaticDeviceEvent": "recovery codes",
+}
+
+
+def history_events(
+    *,
+    user: User | None = None,
+    actor: User | None = None,
+    queue: Queue | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> QuerySet:
+    """Access events, newest first, filtered as asked (each filter narrows)."""
+    events = Events.objects.across(*EVENT_MODELS)
+    if user is not None:
+        events = events.filter(
+            Q(pgh_model="queue_app.UserAccessEvent", pgh_obj_id=str(user.pk))
+            | Q(pgh_data__user_id=user.pk)
+        )
+    if actor is not None:
+        events = events.filter(pgh_context__user=actor.pk)
+    if queue is not None:
+        events = events.filter(_about_queue(queue))
+    if since is not None:
+        events = events.filter(pgh_created_at__gte=since)
+    if until is not None:
+        events = events.filter(pgh_created_at__lt=until)
+    return events.order_by("-pgh_created_at", "-pgh_id")
+
+
+def _about_queue(queue: Queue) -> Q:
+    groups = set(queue.reviewer_groups.values_list("pk", flat=True)) | {
+        row["group_id"]
+        for row in QueueReviewerGroupEvent.objects.filter(queue_id=queue.pk).values("group_id")
+    }
+    return (
+        Q(pgh_model="queue_app.QueueConfigEvent", pgh_obj_id=str(queue.pk))
+        | Q(pgh_data__queue_id=queue.pk)
+        | Q(pgh_model="queue_app.UserGroupEvent", pgh_data__group_id__in=sorted(groups))
+    )
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    """One access change, in words."""
+
+    pgh_id: int
+    at: datetime
+    kind: str
+    action: str
+    subject: str
+    change: str
+    by: str
+    trace_id: str
+
+
+class _Names:
+    """Names for the ids events carry, looked up in a few queries per page."""
+
+    def __init__(self, events: list[Any]) -> None:
+        ids: dict[str, set[int]] = {k: set() for k in ("user", "group", "queue", "perm", "client")}
+        for event in events:
+            data = event.pgh_data or {}
+            for key, kind in (
+                ("user_id", "user"),
+                ("group_id", "group"),
+                ("queue_id", "queue"),
+                ("permission_id", "perm"),
+                ("apiclient_id", "client"),
+                ("created_by_id", "user"),
+            ):
+                if isinstance(data.get(key), int):
+                    ids[kind].add(data[key])
+            if event.pgh_model == "queue_app.QueueConfigEvent" and event.pgh_obj_id:
+                ids["queue"].add(int(event.pgh_obj_id))
+            if event.pgh_model == "queue_app.ApiClientEvent" and event.pgh_obj_id:
+                ids["client"].add(int(event.pgh_obj_id))
+            if (context := event.pgh_context or {}).get("user"):
+                ids["user"].add(context["user"])
+        self.user = dict(User.objects.filter(pk__in=ids["user"]).values_list("pk", "username"))
+        self.group = dict(Group.objects.filter(pk__in=ids["group"]).values_list("pk", "name"))
+        self.queue = dict(Queue.objects.filter(pk__in=ids["queue"]).values_list("pk", "slug"))
+        self.perm = {
+            p.pk: f"{p.content_type.app_label}.{p.codename}"
+            for p in Permission.objects.filter(pk__in=ids["perm"]).select_related("content_type")
+        }
+        self.client = dict(ApiClient.objects.filter(pk__in=ids["client"]).values_list("pk", "name"))
+
+    def of(self, table: str, pk: Any) -> str:
+        if pk is None:
+            return "—"
+        name = getattr(self, table).get(pk)
+        return f"{name} (#{pk})" if name else f"#{pk} (deleted)"
+
+
+def _subject(event: Any, names: _Names) -> str:
+    data = event.pgh_data or {}
+    user, group = names.of("user", data.get("user_id")), names.of("group", data.get("group_id"))
+    queue = names.of("queue", data.get("queue_id"))
+    perm = names.of("perm", data.get("permission_id"))
+    described = {
+        "queue_app.UserAccessEvent": lambda: f"user {data.get('username')} (#{event.pgh_obj_id})",
+        "queue_app.UserGroupEvent": lambda: f"user {user} in group {group}",
+        "queue_app.UserPermissionEvent": lambda: f"user {user}: {perm}",
+        "queue_app.GroupPermissionEvent": lambda: f"group {group}: {perm}",
+        "queue_app.QueueReviewerGroupEvent": lambda: f"queue {queue} reviewed by group {group}",
+        "queue_app.ApiClientEvent": lambda: f"API client {data.get('name')} (#{event.pgh_obj_id})",
+        "queue_app.ApiClientQueueEvent": lambda: (
+            f"API client {names.of('client', data.get('apiclient_id'))} on queue {queue}"
+        ),
+        "queue_app.QueueConfigEvent": lambda: f"queue {data.get('slug')} (#{event.pgh_obj_id})",
+        "queue_app.ReasonCodeEvent": lambda: (
+            f"reason {data.get('verdict')}/{data.get('code')} of queue "
+            f"{names.of('queue', data.get('queue_id'))}"
+        ),
+        "queue_app.TOTPDeviceEvent": lambda: (
+            f"{data.get('name')} of user {names.of('user', data.get('user_id'))}"
+        ),
+        "queue_app.StaticDeviceEvent": lambda: (
+            f"{data.get('name')} of user {names.of('user', data.get('user_id'))}"
+        ),
+    }
+    return described.get(event.pgh_model, lambda: str(data))()
+
+
+def _change(event: Any) -> str:
+    if event.pgh_label == "changed" and event.pgh_diff:
+        return "; ".join(
+            f"{field}: {_plain(before)} → {_plain(after)}"
+            for field, (before, after) in sorted(event.pgh_diff.items())
+        )
+    data = {k: v for k, v in (event.pgh_data or {}).items() if k != "id"}
+    if event.pgh_label in ("created", "deleted"):
+        return ", ".join(f"{k}={_plain(v)}" for k, v in sorted(data.items()))
+    return ""
+
+
+def _plain(value: Any) -> str:
+    return "—" if value is None or value == "" else str(value)
+
+
+def _by(event: Any, names: _Names) -> str:
+    context = event.pgh_context or {}
+    if context.get("command"):
+        who = names.of("user", context["user"]) if context.get("user") else None
+        return f"manage.py {context['command']}" + (f" ({who})" if who else "")
+    if context.get("user"):
+        return names.of("user", context["user"])
+    if context.get("via") == SIGN_ON:
+        return f"{SIGN_ON} ({names.of('user', context.get('signed_in'))})"
+    return DATABASE
+
+
+def describe(events: Iterable[Any]) -> Iterator[HistoryRow]:
+    """Turn events into rows a person reads (the admin page and the CSV export)."""
+    events = list(events)
+    names = _Names(events)
+    for event in events:
+        yield HistoryRow(
+            pgh_id=event.pgh_id,
+            at=event.pgh_created_at,
+            kind=KINDS.get(event.pgh_model, event.pgh_model),
+            action=event.pgh_label,
+            subject=_subject(event, names),
+            change=_change(event),
+            by=_by(event, names),
+            trace_id=str((event.pgh_context or {}).get("trace_id") or ""),
+        )
