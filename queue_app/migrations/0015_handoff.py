@@ -131,7 +131,7 @@ DROP FUNCTION IF EXISTS queue_app_item_handoff_insert();
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("queue_app", "0010_sealed_chain"),
+        ("queue_app", "0013_access_history"),
     ]
 
     operations = [
