@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from queue_app.console import views
+from queue_app.console import attachments, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -13,4 +13,14 @@ urlpatterns = [
     path("items/<int:item_id>/decide/", views.item_decide, name="item-decide"),
     path("items/<int:item_id>/release/", views.item_release, name="item-release"),
     path("items/<int:item_id>/renew/", views.item_renew, name="item-renew"),
+    path(
+        "items/<int:item_id>/attachments/<str:sha256>/",
+        attachments.attachment_file,
+        name="item-attachment",
+    ),
+    path(
+        "items/<int:item_id>/attachments/<str:sha256>/reveal/",
+        attachments.attachment_reveal,
+        name="item-attachment-reveal",
+    ),
 ]

@@ -175,7 +175,30 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    # Evidence attachments, content-addressed by sha256 (queue_app/attachments.py). Never
+    # served from the storage's own URL: only through the console's access-checked view. Any
+    # Django storage works, e.g. ATTACHMENT_STORAGE_BACKEND=storages.backends.s3.S3Storage with
+    # ATTACHMENT_STORAGE_OPTIONS='{"bucket_name": "review-evidence"}' (django-storages).
+    "attachments": {
+        "BACKEND": env(
+            "ATTACHMENT_STORAGE_BACKEND", default="django.core.files.storage.FileSystemStorage"
+        ),
+        "OPTIONS": env.json(
+            "ATTACHMENT_STORAGE_OPTIONS",
+            default={"location": str(DATA_DIR / "attachments")},
+        ),
+    },
 }
+# The storage alias attachments are kept in, and the limits on what upstream may attach.
+REVIEW_ATTACHMENT_STORAGE = env("REVIEW_ATTACHMENT_STORAGE", default="attachments")
+REVIEW_ATTACHMENT_MAX_BYTES = env.int("REVIEW_ATTACHMENT_MAX_BYTES", default=10 * 1024 * 1024)
+REVIEW_ATTACHMENTS_MAX_ITEM_BYTES = env.int(
+    "REVIEW_ATTACHMENTS_MAX_ITEM_BYTES", default=40 * 1024 * 1024
+)
+REVIEW_ATTACHMENTS_MAX_COUNT = env.int("REVIEW_ATTACHMENTS_MAX_COUNT", default=20)
+# Decoded size bound for images (width x height): a small file that decodes to gigabytes of
+# pixels (a decompression bomb) is refused before it is decoded.
+REVIEW_ATTACHMENT_MAX_PIXELS = env.int("REVIEW_ATTACHMENT_MAX_PIXELS", default=50_000_000)
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"

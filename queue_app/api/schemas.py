@@ -238,6 +238,13 @@ StoredPayload = Annotated[
 ]
 
 
+class AttachmentOut(Schema):
+    name: str
+    sha256: str = Field(description="sha256 of the stored bytes (after images are re-encoded).")
+    content_type: Literal["image/jpeg", "image/png", "image/webp", "application/pdf"]
+    size: int
+
+
 class ItemOut(Schema):
     id: int
     queue: str
@@ -259,6 +266,9 @@ class ItemOut(Schema):
     leased_to_you: bool
     standing_outcome: Literal["approve", "reject", "escalate"] | None
     decisions: list[DecisionOut]
+    attachments: list[AttachmentOut] = Field(
+        default=[], description="The item's files by name; evidence_hash covers their digests."
+    )
 
 
 # -- leases -------------------------------------------------------------------------------------
