@@ -126,6 +126,8 @@ EXPECTED: list[tuple[str, dict[str, str]]] = [
     # Attachments follow the item page's rule: the bytes to whoever may see the item, a reveal
     # recorded (an item event) for the same people; a superuser's reveal is recorded too.
     ("item-attachment", row(LOGIN, "404", "200", "404", "200")),
+    # My work shows each signed-in person their own decisions only: nothing to refuse.
+    ("my-work", row(LOGIN, "200", "200", "200", "200")),
     ("item-attachment-reveal", row(LOGIN, "404", "302+write", "404", "302+write")),
 ]
 
