@@ -144,3 +144,32 @@ def test_the_admin_pages_we_customise(page: Page, live_server, root, bob, queue)
     expect(page.locator("#api-token")).to_be_visible()
     assert ApiClient.objects.filter(name="upstream-kyc").exists()
     assert_accessible(page, "the API client token page")
+
+
+def test_my_work_with_figures_a_search_and_a_refused_search(page: Page, live_server, alice, queue):
+    from queue_app.services import submit_decision
+    from tests.conftest import shown_hash
+
+    make_items(queue, 3)
+    for _ in range(2):
+        item = claim_next(queue=queue, reviewer=alice)
+        submit_decision(
+            item_id=item.pk,
+            reviewer=alice,
+            lease_token=item.lease_token,
+            verdict="approve",
+            reason_code="verified",
+            evidence_hash=shown_hash(item),
+        )
+    claim_next(queue=queue, reviewer=alice)
+    browser_login(page, live_server, "alice")
+    page.get_by_role("link", name="My work").click()
+    expect(page.locator(".my-counts")).to_contain_text("Approve")
+    assert_accessible(page, "My work")
+    page.get_by_label("Subject contains").fill("item")
+    page.get_by_role("button", name="Search").click()
+    expect(page.locator(".my-results")).to_be_visible()
+    assert_accessible(page, "My work with search results")
+    page.goto(f"{live_server.url}/my-work/?item=-1")
+    expect(page.locator(".errorlist")).to_be_visible()
+    assert_accessible(page, "My work with a refused search")
