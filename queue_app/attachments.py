@@ -111,7 +111,7 @@ def _reencoded(data: bytes, pil_format: str) -> bytes:
         raise UnsupportedAttachment(
             f"The image decodes to more than {max_pixels} pixels."
         ) from None
-    except Exception:  # noqa: BLE001 - any decoder failure means "not a usable image"
+    except Exception:
         raise UnsupportedAttachment("The image could not be read; it may be damaged.") from None
     # Some encoders fall back to image.info (PNG's ICC profile, for one): keep nothing from it
     # but a palette image's transparency, which is pixels rather than metadata.

@@ -33,7 +33,9 @@ def _id_card() -> bytes:
     draw.ellipse((80, 160, 100, 180), fill="#333")
     draw.ellipse((140, 160, 160, 180), fill="#333")
     draw.arc((85, 200, 155, 250), 20, 160, fill="#6b3e26", width=4)
-    for n, line in enumerate(["SURNAME  DOE", "GIVEN NAMES  JANE", "BORN  1990-04-12", "NO.  X1234567"]):
+    for n, line in enumerate(
+        ["SURNAME  DOE", "GIVEN NAMES  JANE", "BORN  1990-04-12", "NO.  X1234567"]
+    ):
         draw.text((240, 120 + n * 40), line, fill="#102040")
     draw.rectangle((0, 340, 640, 400), fill="#c8d6ea")
     out = io.BytesIO()
@@ -89,7 +91,9 @@ def test_take_issue18_screenshots(live_server, page):
     kyc = make_queue("kyc", group=group)
     kyc.name, kyc.sensitive = "KYC documents", True
     kyc.save()
-    recon = make_queue("reconciliation", group=group, escalation_queue=make_queue("escalation", group=group))
+    recon = make_queue(
+        "reconciliation", group=group, escalation_queue=make_queue("escalation", group=group)
+    )
     recon.name = "Reconciliation exceptions"
     recon.save()
     alice = User.objects.create_user("alice", password="pw-alice", first_name="Alice")
@@ -97,22 +101,36 @@ def test_take_issue18_screenshots(live_server, page):
     admin = User.objects.create_superuser("admin", password="pw-admin")
 
     for n in range(14):
-        create_item(queue=recon, subject=f"ACME statement line {n}", payload={"n": n},
-                    idempotency_key=f"r{n}")
+        create_item(
+            queue=recon,
+            subject=f"ACME statement line {n}",
+            payload={"n": n},
+            idempotency_key=f"r{n}",
+        )
     for n in range(9):
-        create_item(queue=kyc, subject=f"Customer {4100 + n} onboarding", payload={"n": n},
-                    idempotency_key=f"k{n}")
+        create_item(
+            queue=kyc,
+            subject=f"Customer {4100 + n} onboarding",
+            payload={"n": n},
+            idempotency_key=f"k{n}",
+        )
     for n, (verdict, reason) in enumerate(
         [("approve", "verified")] * 6 + [("reject", "fraud")] * 2 + [("escalate", "policy_gap")]
     ):
         _decide(recon, alice, verdict, reason, 40 + 17 * n)
-    for n, (verdict, reason) in enumerate([("approve", "verified")] * 4 + [("reject", "document_expired")] * 2):
+    for n, (verdict, reason) in enumerate(
+        [("approve", "verified")] * 4 + [("reject", "document_expired")] * 2
+    ):
         _decide(kyc, alice, verdict, reason, 95 + 31 * n)
 
     item, _ = create_item(
         queue=kyc,
         subject="Jane Doe: new account, ID and selfie",
-        payload={"customer": "C-20931", "country": "EX", "document": {"type": "identity card", "expires": "2031-04-11"}},
+        payload={
+            "customer": "C-20931",
+            "country": "EX",
+            "document": {"type": "identity card", "expires": "2031-04-11"},
+        },
         idempotency_key="jane",
     )
     put_attachment(item_id=item.pk, actor=admin, name="id-front.jpg", data=_id_card())

@@ -32,7 +32,9 @@ READ_CHUNK = 64 * 1024
                 "The file's bytes as the body (any Content-Type: the type is read from the "
                 "content). JPEG, PNG, WebP or PDF; images are re-encoded without metadata."
             ),
-            "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+            "content": {
+                "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}
+            },
         },
     },
     summary="Attach or replace a file (image or PDF) on a pending or leased item",

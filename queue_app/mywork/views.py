@@ -13,7 +13,6 @@ from django.views.decorators.http import require_GET
 from queue_app.console.views import console_view
 from queue_app.mywork.figures import SEARCH_LIMIT, SUBJECT_SEARCH_DAYS, my_work, search_my_decisions
 
-
 EARLIEST_DAY = date(1970, 1, 1)
 LATEST_DAY = date(9999, 12, 30)
 
@@ -22,9 +21,7 @@ class SearchForm(forms.Form):
     """Find one of my decisions again: by the item's subject, its id, or the day."""
 
     subject = forms.CharField(required=False, max_length=200, strip=True, label="Subject contains")
-    item = forms.IntegerField(
-        required=False, min_value=1, max_value=2**63 - 1, label="Item number"
-    )
+    item = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1, label="Item number")
     day = forms.DateField(
         required=False,
         label="Decided on",

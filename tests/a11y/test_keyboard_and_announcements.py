@@ -25,7 +25,9 @@ def focused_id(page: Page) -> str:
     return page.evaluate("document.activeElement && document.activeElement.id")
 
 
-def test_after_a_decision_focus_is_on_the_next_items_verdicts(page: Page, live_server, alice, queue):
+def test_after_a_decision_focus_is_on_the_next_items_verdicts(
+    page: Page, live_server, alice, queue
+):
     first, second = make_items(queue, 2)
     browser_login(page, live_server, "alice")
     page.get_by_role("button", name=re.compile("Next item in Kyc")).click()
@@ -43,7 +45,9 @@ def test_after_a_decision_focus_is_on_the_next_items_verdicts(page: Page, live_s
     assert focused_id(page).startswith("verdict-")
 
 
-def test_an_item_i_do_not_hold_opens_with_focus_on_its_heading(page: Page, live_server, alice, queue):
+def test_an_item_i_do_not_hold_opens_with_focus_on_its_heading(
+    page: Page, live_server, alice, queue
+):
     (item,) = make_items(queue, 1)
     browser_login(page, live_server, "alice")
     page.goto(f"{live_server.url}/items/{item.pk}/")
@@ -71,7 +75,9 @@ def test_the_lease_is_announced_at_thresholds_not_every_second(
     assert page.locator("#lease-countdown").get_attribute("aria-live") is None
 
 
-def test_v_reveals_the_next_veiled_image_and_records_it(page: Page, live_server, alice, root, queue):
+def test_v_reveals_the_next_veiled_image_and_records_it(
+    page: Page, live_server, alice, root, queue
+):
     queue.sensitive = True
     queue.save()
     (item,) = make_items(queue, 1)
@@ -83,7 +89,9 @@ def test_v_reveals_the_next_veiled_image_and_records_it(page: Page, live_server,
     page.keyboard.press("v")
     expect(page.locator(".attachment-image-link.veiled")).to_have_count(1)
     expect(page.locator("#console-announcer")).to_have_text("Image a-front revealed.")
-    assert page.evaluate("document.activeElement.closest('.attachment').id").startswith("attachment-")
+    assert page.evaluate("document.activeElement.closest('.attachment').id").startswith(
+        "attachment-"
+    )
     events = ItemEvent.objects.filter(item=item, kind=ItemEventKind.ATTACHMENT_REVEALED)
     assert [e.detail["name"] for e in events] == ["a-front"]
     # The veiled image is blurred and grey by CSS, not merely marked.

@@ -17,7 +17,9 @@ PDF_BYTES = (
 )
 
 
-def image_bytes(fmt: str = "PNG", size: tuple[int, int] = (64, 48), color: str = "red", **save) -> bytes:
+def image_bytes(
+    fmt: str = "PNG", size: tuple[int, int] = (64, 48), color: str = "red", **save
+) -> bytes:
     """Return a small image encoded in fmt."""
     out = io.BytesIO()
     Image.new("RGB", size, color).save(out, format=fmt, **save)

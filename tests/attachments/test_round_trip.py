@@ -86,7 +86,9 @@ def test_the_console_says_evidence_changed_when_a_file_is_replaced(upstream, ite
     client = login(alice)
     shown = client.get(f"/items/{item.pk}/").context["shown_hash"]
 
-    replaced = put_file(upstream, item.pk, "selfie", image_bytes("JPEG", color="navy"), "image/jpeg")
+    replaced = put_file(
+        upstream, item.pk, "selfie", image_bytes("JPEG", color="navy"), "image/jpeg"
+    )
     assert replaced.status == 200
 
     response = client.post(

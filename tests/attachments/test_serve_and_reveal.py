@@ -75,7 +75,7 @@ def test_a_sensitive_queue_veils_each_image_until_revealed(queue, alice, item, p
     assert "Reveal image id-front" not in page and "Reveal image selfie" in page
 
     # With JavaScript: JSON, the same event.
-    sha = [a for a in second["attachments"] if a["name"] == "selfie"][0]["sha256"]
+    sha = next(a for a in second["attachments"] if a["name"] == "selfie")["sha256"]
     reply = client.post(
         f"/items/{item.pk}/attachments/{sha}/reveal/", headers={"Accept": "application/json"}
     )

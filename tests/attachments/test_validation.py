@@ -112,7 +112,9 @@ def test_it_refuses_a_file_that_takes_the_item_over_its_total(upstream, item, se
 def test_it_refuses_more_files_than_the_count_limit(upstream, item, settings):
     settings.REVIEW_ATTACHMENTS_MAX_COUNT = 2
     for n in range(2):
-        assert put_file(upstream, item.pk, f"f{n}.png", image_bytes(color=f"#0000{n}0")).status == 200
+        assert (
+            put_file(upstream, item.pk, f"f{n}.png", image_bytes(color=f"#0000{n}0")).status == 200
+        )
     reply = put_file(upstream, item.pk, "f2.png", image_bytes(color="yellow"))
     assert reply.status == 413
     assert "at most 2" in reply.body["error"]["message"]

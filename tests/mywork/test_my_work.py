@@ -125,7 +125,9 @@ def test_the_page_searches_and_says_what_is_wrong_with_a_search(queue, alice):
     assert bad.context["results"] is None
 
 
-def test_the_page_costs_the_same_few_queries_however_much_work(queue, alice, django_assert_max_num_queries):
+def test_the_page_costs_the_same_few_queries_however_much_work(
+    queue, alice, django_assert_max_num_queries
+):
     make_items(queue, 8)
     for _ in range(8):
         decide(queue, alice)
