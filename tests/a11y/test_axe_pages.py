@@ -173,3 +173,33 @@ def test_my_work_with_figures_a_search_and_a_refused_search(page: Page, live_ser
     page.goto(f"{live_server.url}/my-work/?item=-1")
     expect(page.locator(".errorlist")).to_be_visible()
     assert_accessible(page, "My work with a refused search")
+
+
+@pytest.mark.parametrize(
+    "media",
+    [{"color_scheme": "dark"}, {"contrast": "more"}, {"reduced_motion": "reduce"}],
+    ids=["dark", "more-contrast", "reduced-motion"],
+)
+def test_an_item_in_each_theme_the_reviewer_may_choose(
+    page: Page, live_server, alice, queue, media
+):
+    make_items(queue, 1)
+    page.emulate_media(**media)
+    browser_login(page, live_server, "alice")
+    page.get_by_role("button", name=re.compile("Next item in Kyc")).click()
+    page.wait_for_url(ITEM_URL)
+    assert_accessible(page, f"an item with my lease ({media})")
+    if media.get("reduced_motion"):
+        # a11y.css cuts every transition to 0.01 ms for people who asked for less motion.
+        duration = page.evaluate(
+            "getComputedStyle(document.querySelector('.verdict-button')).transitionDuration"
+        )
+        assert duration == "1e-05s"
+    # The theme toggle in the header stays, and works from the keyboard.
+    toggle = page.locator("button.theme-toggle").first
+    expect(toggle).to_be_visible()
+    before = page.evaluate("document.documentElement.dataset.theme || 'auto'")
+    toggle.focus()
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.documentElement.dataset.theme") != before
+    assert_accessible(page, f"an item after switching theme ({media})")
