@@ -370,9 +370,8 @@ class Command(BaseCommand):
                 continue
             before = item.events.filter(kind=ItemEventKind.ATTACHMENT_PUT).count()
             # Deterministic bytes: a rerun puts the same digest, which changes nothing.
-            put_attachment(
-                item_id=item.pk, actor=admin, name="id-front.png", data=demo_id_card(n, item.subject)
-            )
+            card = demo_id_card(n, item.subject)
+            put_attachment(item_id=item.pk, actor=admin, name="id-front.png", data=card)
             new += item.events.filter(kind=ItemEventKind.ATTACHMENT_PUT).count() - before
         return new
 
