@@ -21,6 +21,8 @@ from queue_app.console.views import Refusal, _item_for, console_view, post_only
 from queue_app.services import attachment_by_digest, open_attachment, record_reveal
 
 NO_SUCH_ATTACHMENT = "This item has no such attachment (it may have been replaced)."
+# Pages without JavaScript remember reveals in the session, for this many items at most.
+REVEALED_ITEMS_KEPT = 50
 
 
 @require_GET
@@ -58,6 +60,8 @@ def attachment_reveal(request: HttpRequest, item_id: int, sha256: str) -> HttpRe
     if "application/json" in request.headers.get("Accept", ""):
         return JsonResponse({"ok": True, "name": name})
     revealed = request.session.get(REVEALED_SESSION_KEY, {})
-    revealed[str(item.pk)] = sorted({*revealed.get(str(item.pk), []), sha256})
-    request.session[REVEALED_SESSION_KEY] = revealed
+    shown = sorted({*revealed.pop(str(item.pk), []), sha256})
+    # The most recent items only (dicts keep insertion order): a session stays small.
+    kept = list(revealed.items())[-(REVEALED_ITEMS_KEPT - 1) :]
+    request.session[REVEALED_SESSION_KEY] = {**dict(kept), str(item.pk): shown}
     return redirect(reverse("item", kwargs={"item_id": item.pk}) + f"#attachment-{sha256[:12]}")
