@@ -301,7 +301,7 @@ def review_next(queue: Any, reviewer: Any) -> Any:
     """One reviewer cycle through the services, as B3, B5, B6 and the profile measure it: claim
     the next item and approve it ("ok") with the hash of what was shown. Returns the decision,
     or None if no item was left."""
-    from queue_app.evidence import evidence_hash
+    from queue_app.evidence import item_evidence_hash
     from queue_app.services import claim_next, submit_decision
 
     item = claim_next(queue=queue, reviewer=reviewer)
@@ -313,7 +313,7 @@ def review_next(queue: Any, reviewer: Any) -> Any:
         lease_token=item.lease_token,
         verdict="approve",
         reason_code="ok",
-        evidence_hash=evidence_hash(subject=item.subject, payload=item.payload),
+        evidence_hash=item_evidence_hash(item),
         queue_id=item.queue_id,
     )
 

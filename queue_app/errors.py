@@ -89,3 +89,19 @@ class EffectAborted(EffectError):
     """An effect handler raised SystemExit, KeyboardInterrupt or the like: a failed attempt."""
 
     message = "The decision's effect tried to stop the worker; it was recorded as a failure."
+
+
+class UnsupportedAttachment(ReviewError):
+    """An attachment refused for what it is: not a JPEG, PNG, WebP or PDF by its content."""
+
+    message = "Attachments must be JPEG, PNG or WebP images, or PDF documents."
+
+
+class AttachmentTooLarge(ReviewError):
+    """An attachment over the per-file limit, or one that would take the item over its total."""
+
+    message = "The attachment is too large."
+
+    def __init__(self, message: str | None = None, limit_bytes: int = 0) -> None:
+        super().__init__(message)
+        self.limit_bytes = limit_bytes

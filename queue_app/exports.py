@@ -24,6 +24,7 @@ from typing import Any
 from django.db.models import QuerySet
 from django.db.models.functions import Coalesce
 
+from queue_app.evidence import attachments_of
 from queue_app.models import Decision
 
 FORMATS = ("jsonl", "csv")
@@ -50,6 +51,10 @@ FIELDS: dict[str, str] = {
     "chain_seq": "chain_seq",
     "chain_hash": "chain_hash",
     "applied_at": "applied__applied_at",
+    # The item's files as "name=sha256" pairs, by name, space-separated ("" for none): the
+    # digests evidence_hash covers. A decided item's attachments are frozen (migration 0014),
+    # so these are the files the decision was made over. Last, so older readers keep working.
+    "attachments": "item__attachments",
 }
 COLUMNS = tuple(FIELDS)
 
@@ -100,7 +105,16 @@ def export_rows(decisions: QuerySet[Decision]) -> Iterator[dict[str, Any]]:
         .values_list(*FIELDS.values())
     )
     for row in rows.iterator(chunk_size=CHUNK_SIZE):
-        yield dict(zip(COLUMNS, map(_plain, row), strict=True))
+        *plain, attachments = row
+        yield dict(
+            zip(COLUMNS, [*map(_plain, plain), attachment_digests(attachments)], strict=True)
+        )
+
+
+def attachment_digests(attachments: Any) -> str:
+    """Return an item's attachments as "name=sha256" pairs by name, space-separated."""
+    entries = attachments_of(attachments)
+    return " ".join(f"{name}={entries[name]['sha256']}" for name in sorted(entries))
 
 
 def export_lines(decisions: QuerySet[Decision], *, fmt: str) -> Iterator[str]:

@@ -83,6 +83,16 @@ class Queue(models.Model):
         ),
     )
     reviewer_groups = models.ManyToManyField(Group, blank=True, related_name="review_queues")
+    # Evidence here may be harmful to look at (content moderation): images show blurred and in
+    # greyscale until the reviewer reveals each one, and every reveal is an item event.
+    sensitive = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text=(
+            "Show attached images blurred and in greyscale until the reviewer reveals each one "
+            "(a click or a key); each reveal is recorded in the item's history."
+        ),
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -268,6 +278,13 @@ class ReviewItem(models.Model):
         blank=True,
         editable=False,
     )
+    # The item's files, by name: {name: {"sha256", "content_type", "size"}} (queue_app/
+    # attachments.py). The bytes live content-addressed in the attachments storage; the entries
+    # are on the row itself so the fenced close reads them with the row it locks, and the
+    # evidence hash covers them (queue_app/evidence.py). Frozen once decided (migration 0014).
+    attachments = models.JSONField(
+        default=dict, db_default=models.Value({}, output_field=models.JSONField()), blank=True
+    )
 
     objects = ReviewItemManager()
 
@@ -397,6 +414,8 @@ class Decision(models.Model):
             # Time windows over the log (/ops/, /metrics, exports). The table is append-only and
             # created_at grows with the physical order, so a BRIN index of a few pages serves.
             BrinIndex(fields=["created_at"], name="decision_created_brin"),
+            # A reviewer's own decisions, newest first (My work: counts by window, search).
+            models.Index(fields=["reviewer", "-created_at"], name="decision_reviewer_recent"),
         ]
         constraints = [
             models.CheckConstraint(
@@ -521,6 +540,8 @@ class ItemEventKind(models.TextChoices):
     AUTO_ESCALATED = "auto_escalated", "Auto-escalated"
     DECIDED = "decided", "Decided"
     EVIDENCE_REPLACED = "evidence_replaced", "Evidence replaced"
+    ATTACHMENT_PUT = "attachment_put", "Attachment added or replaced"
+    ATTACHMENT_REVEALED = "attachment_revealed", "Sensitive image revealed"
 
 
 class ItemEvent(models.Model):

@@ -252,7 +252,7 @@ UPDATE queue_app_reviewitem AS i
  WHERE i.id = %(item_id)s AND i.queue_id = %(queue_id)s AND i.state = 'leased'
    AND i.lease_token = %(lease_token)s AND i.lease_owner_id = %(owner_id)s
    AND q.id = i.queue_id
-RETURNING i.id, i.queue_id, i.subject, i.payload,
+RETURNING i.id, i.queue_id, i.subject, i.payload, i.attachments,
           q.slug AS queue_slug, q.escalation_queue_id
 """
 

@@ -192,7 +192,30 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    # Evidence attachments, content-addressed by sha256 (queue_app/attachments.py). Never
+    # served from the storage's own URL: only through the console's access-checked view. Any
+    # Django storage works, e.g. ATTACHMENT_STORAGE_BACKEND=storages.backends.s3.S3Storage with
+    # ATTACHMENT_STORAGE_OPTIONS='{"bucket_name": "review-evidence"}' (django-storages).
+    "attachments": {
+        "BACKEND": env(
+            "ATTACHMENT_STORAGE_BACKEND", default="django.core.files.storage.FileSystemStorage"
+        ),
+        "OPTIONS": env.json(
+            "ATTACHMENT_STORAGE_OPTIONS",
+            default={"location": str(DATA_DIR / "attachments")},
+        ),
+    },
 }
+# The storage alias attachments are kept in, and the limits on what upstream may attach.
+REVIEW_ATTACHMENT_STORAGE = env("REVIEW_ATTACHMENT_STORAGE", default="attachments")
+REVIEW_ATTACHMENT_MAX_BYTES = env.int("REVIEW_ATTACHMENT_MAX_BYTES", default=10 * 1024 * 1024)
+REVIEW_ATTACHMENTS_MAX_ITEM_BYTES = env.int(
+    "REVIEW_ATTACHMENTS_MAX_ITEM_BYTES", default=40 * 1024 * 1024
+)
+REVIEW_ATTACHMENTS_MAX_COUNT = env.int("REVIEW_ATTACHMENTS_MAX_COUNT", default=20)
+# Decoded size bound for images (width x height): a small file that decodes to gigabytes of
+# pixels (a decompression bomb) is refused before it is decoded.
+REVIEW_ATTACHMENT_MAX_PIXELS = env.int("REVIEW_ATTACHMENT_MAX_PIXELS", default=50_000_000)
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
@@ -327,9 +350,7 @@ OIDC_GROUPS_CLAIM = env("OIDC_GROUPS_CLAIM", default="groups")
 OIDC_GROUP_MAP = env.dict("OIDC_GROUP_MAP", default={})
 # A session signed in through the provider asks it again (silently, prompt=none) after this
 # long: a user the provider no longer admits loses the session then. The idle timeout by default.
-OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS = env.int(
-    "OIDC_RECHECK_SECONDS", default=SESSION_COOKIE_AGE
-)
+OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS = env.int("OIDC_RECHECK_SECONDS", default=SESSION_COOKIE_AGE)
 OIDC_AUTHENTICATION_CALLBACK_URL = "oidc_authentication_callback"
 LOGIN_REDIRECT_URL_FAILURE = "login"
 if OIDC_ENABLED:

@@ -30,3 +30,13 @@ REVIEW_EFFECTS = {
         for name in ("record", "failing", "gated", "flaky", "exits", "interrupts")
     },
 }
+
+# Attachments the tests store go to a directory of their own (content-addressed, so tests
+# running side by side share blobs harmlessly), never the development server's var/attachments.
+STORAGES = {
+    **STORAGES,  # noqa: F405
+    "attachments": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(DATA_DIR / "test-attachments")},  # noqa: F405
+    },
+}

@@ -19,7 +19,7 @@ from django.db import connection, connections, transaction
 from django.db.backends.postgresql.operations import DatabaseOperations
 from django.test import Client
 
-from queue_app.evidence import evidence_hash
+from queue_app.evidence import item_evidence_hash
 from queue_app.models import Queue, ReasonCode, ReviewItem, Verdict
 from queue_app.services import create_item
 
@@ -138,8 +138,8 @@ def make_legacy(decision_ids: list[int]) -> None:
 
 
 def shown_hash(item: ReviewItem) -> str:
-    """The evidence hash the item page would put in the form."""
-    return evidence_hash(subject=item.subject, payload=item.payload)
+    """The evidence hash the item page would put in the form (attachments included)."""
+    return item_evidence_hash(item)
 
 
 @pytest.fixture

@@ -48,6 +48,7 @@ class QueueAdmin(admin.ModelAdmin):
     fieldsets = (
         (None, {"fields": ("slug", "name", "description")}),
         ("Leases", {"fields": ("lease_ttl", "max_in_flight", "release_skip")}),
+        ("Evidence", {"fields": ("sensitive",)}),
         ("Escalation", {"fields": ("escalation_threshold", "escalation_queue")}),
         ("Effect", {"fields": ("effect", "webhook_url", "webhook_secret_env")}),
         ("Access", {"fields": ("reviewer_groups",)}),

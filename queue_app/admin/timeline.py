@@ -86,6 +86,16 @@ def _event_entry(event: ItemEvent, queues: dict[int, str]) -> Entry:
         )
     elif event.kind == ItemEventKind.CREATED and "priority" in detail:
         details.append(f"Priority {detail['priority']}.")
+    elif event.kind == ItemEventKind.ATTACHMENT_PUT:
+        replaced = detail.get("previous_sha256")
+        details.append(
+            f"{detail.get('name', '?')}: {detail.get('content_type', '?')}, "
+            f"sha256 {detail.get('sha256', '?')}"
+            + (f" (replaced sha256 {replaced})" if replaced else "")
+            + "."
+        )
+    elif event.kind == ItemEventKind.ATTACHMENT_REVEALED:
+        details.append(f"{detail.get('name', '?')} (sha256 {detail.get('sha256', '?')}).")
     return Entry(at=event.at, kind="event", title=label, who=_name(event.actor), details=details)
 
 

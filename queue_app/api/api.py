@@ -12,7 +12,7 @@ from __future__ import annotations
 from ninja import NinjaAPI
 from ninja.operation import Operation
 
-from queue_app.api import adjudication, intake
+from queue_app.api import adjudication, attachments, intake
 from queue_app.api.auth import ApiTokenAuth
 from queue_app.api.failures import install_error_handlers
 from queue_app.api.schemas import MAX_BODY_BYTES
@@ -43,3 +43,4 @@ api = ReviewConsoleAPI(
 install_error_handlers(api)
 api.add_router("", intake.router)
 api.add_router("", adjudication.router)
+api.add_router("", attachments.router)

@@ -80,6 +80,8 @@ _REVIEW_ERRORS: list[tuple[type[errors.ReviewError], int, str]] = [
     (errors.InvalidBounds, 422, "out_of_range"),
     (errors.NotPermitted, 403, "forbidden"),
     (errors.ItemNotFound, 404, "not_found"),
+    (errors.UnsupportedAttachment, 415, "unsupported_media_type"),
+    (errors.AttachmentTooLarge, 413, "payload_too_large"),
     (errors.ReviewError, 400, "bad_request"),
 ]
 
@@ -90,6 +92,7 @@ _HTTP_CODES = {
     404: "not_found",
     405: "method_not_allowed",
     413: "payload_too_large",
+    415: "unsupported_media_type",
     429: "too_many_requests",
 }
 
@@ -98,6 +101,8 @@ def _review_error(request: HttpRequest, exc: errors.ReviewError) -> HttpResponse
     status, code = next((s, c) for cls, s, c in _REVIEW_ERRORS if isinstance(exc, cls))
     # The code stays stable; a refused fence says what happened in details (released, taken…).
     details = {"what": exc.what} if isinstance(exc, errors.StaleLease) else None
+    if isinstance(exc, errors.AttachmentTooLarge) and exc.limit_bytes:
+        details = {"limit_bytes": exc.limit_bytes}
     return error_response(request, status, code, exc.message, details)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib.auth.base_user import AbstractBaseUser
 
 from queue_app import services
-from queue_app.evidence import evidence_hash
+from queue_app.evidence import attachments_of, item_evidence_hash
 from queue_app.models import ApiClient, Decision, ItemState, ReviewItem
 
 
@@ -68,7 +68,7 @@ def item_out(item: ReviewItem, client: ApiClient) -> dict[str, Any]:
         "subject": item.subject,
         "priority": item.priority,
         "payload": item.payload,
-        "evidence_hash": evidence_hash(subject=item.subject, payload=item.payload),
+        "evidence_hash": item_evidence_hash(item),
         "idempotency_key": item.idempotency_key,
         "source_hash": item.source_hash,
         "trace_id": item.trace_id,
@@ -80,6 +80,7 @@ def item_out(item: ReviewItem, client: ApiClient) -> dict[str, Any]:
         "leased_to_you": item.state == ItemState.LEASED and item.lease_owner_id == client.user_id,
         "standing_outcome": standing[-1].standing_verdict if standing else None,
         "decisions": [decision_out(d) for d in decisions],
+        "attachments": attachments_out(item),
         **handoff_out(item),
     }
 
@@ -116,6 +117,13 @@ def handoff_out(item: ReviewItem) -> dict[str, Any]:
     }
 
 
+def attachments_out(item: ReviewItem) -> list[dict[str, Any]]:
+    """Render an item's attachment entries, by name."""
+    return [
+        {"name": name, **entry} for name, entry in sorted(attachments_of(item.attachments).items())
+    ]
+
+
 def leased_out(item: ReviewItem) -> dict[str, Any]:
     """Render a freshly leased item: what a worker needs to decide it, fenced."""
     return {
@@ -123,7 +131,7 @@ def leased_out(item: ReviewItem) -> dict[str, Any]:
         "subject": item.subject,
         "priority": item.priority,
         "payload": item.payload,
-        "evidence_hash": evidence_hash(subject=item.subject, payload=item.payload),
+        "evidence_hash": item_evidence_hash(item),
         "trace_id": item.trace_id,
         "lease_token": item.lease_token,
         "lease_expires": item.lease_expires,

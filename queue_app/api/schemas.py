@@ -269,6 +269,13 @@ class EscalatedToOut(Schema):
     decision_id: int | None = Field(description="The escalate verdict that opened it.")
 
 
+class AttachmentOut(Schema):
+    name: str
+    sha256: str = Field(description="sha256 of the stored bytes (after images are re-encoded).")
+    content_type: Literal["image/jpeg", "image/png", "image/webp", "application/pdf"]
+    size: int
+
+
 class ItemOut(Schema):
     id: int
     queue: str
@@ -298,6 +305,9 @@ class ItemOut(Schema):
     excluded_reviewers: list[str] = Field(
         description="Who may not lease or decide this item: they decided earlier in its "
         "escalation chain, or held it before it was moved (usernames)."
+    )
+    attachments: list[AttachmentOut] = Field(
+        default=[], description="The item's files by name; evidence_hash covers their digests."
     )
 
 

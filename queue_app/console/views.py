@@ -24,6 +24,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from queue_app.console.attachment_cards import attachment_cards
 from queue_app.console.evidence import evidence_view
 from queue_app.errors import (
     EvidenceChanged,
@@ -35,7 +36,7 @@ from queue_app.errors import (
     ReviewError,
     StaleLease,
 )
-from queue_app.evidence import evidence_hash
+from queue_app.evidence import item_evidence_hash
 from queue_app.forms import DecisionForm, LeaseForm
 from queue_app.models import REVIEW_VERDICTS, ItemState, Queue, ReasonCode, ReviewItem
 from queue_app.rules import warnings_for
@@ -266,11 +267,12 @@ def _render_item_page(
         "decisions": list(item.decisions.select_related("reviewer", "reason_code")),
         "mine": mine,
         "held_by_other": held_by_other,
+        "attachments": attachment_cards(request, item),
     }
     context.update(_handoff_context(request, item))
     if mine:
         # The hash of exactly what this page renders, from the row as loaded above.
-        shown = evidence_hash(subject=item.subject, payload=item.payload)
+        shown = item_evidence_hash(item)
         form = form or DecisionForm()
         # All verdicts' reasons in one query (reason_codes_for is per verdict); the page
         # groups them and the script narrows the list to the chosen verdict.

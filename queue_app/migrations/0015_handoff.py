@@ -131,7 +131,7 @@ DROP FUNCTION IF EXISTS queue_app_item_handoff_insert();
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("queue_app", "0013_access_history"),
+        ("queue_app", "0014_attachments"),
     ]
 
     operations = [

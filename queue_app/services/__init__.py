@@ -9,6 +9,12 @@ from __future__ import annotations
 
 from queue_app.services._common import NOTE_MAX_LENGTH, User, database_now
 from queue_app.services.access import queues_for_user, user_can_review
+from queue_app.services.attachments import (
+    attachment_by_digest,
+    open_attachment,
+    put_attachment,
+    record_reveal,
+)
 from queue_app.services.decisions import (
     find_completed_decision,
     four_eyes_refusal,
@@ -38,6 +44,7 @@ __all__ = [
     "BATCH_TTL_RANGE",
     "NOTE_MAX_LENGTH",
     "User",
+    "attachment_by_digest",
     "claim_batch",
     "claim_next",
     "create_item",
@@ -49,10 +56,13 @@ __all__ = [
     "handoff_refusal",
     "item_decisions",
     "item_handoff",
+    "open_attachment",
     "open_escalation",
     "overturn_decision",
+    "put_attachment",
     "queues_for_user",
     "reason_codes_for",
+    "record_reveal",
     "release_lease",
     "renew_lease",
     "replace_evidence",

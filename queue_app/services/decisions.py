@@ -19,7 +19,7 @@ from queue_app.errors import (
     NotPermitted,
     StaleLease,
 )
-from queue_app.evidence import evidence_hash
+from queue_app.evidence import attachments_of, evidence_hash, item_evidence_hash
 from queue_app.jsonutil import stored_loads
 from queue_app.managers import is_missing_reason
 from queue_app.models import (
@@ -141,7 +141,9 @@ def _evidence_hash_of_row(row: dict[str, Any]) -> str:
     payload = row["payload"]
     if isinstance(payload, str):
         payload = stored_loads(payload)
-    return evidence_hash(subject=row["subject"], payload=payload)
+    return evidence_hash(
+        subject=row["subject"], payload=payload, attachments=attachments_of(row["attachments"])
+    )
 
 
 def standing_decision(*, item: ReviewItem | int) -> Decision | None:
@@ -245,7 +247,7 @@ def overturn_decision(
                     reviewer_id=admin.pk,
                     verdict=Verdict.OVERTURN,
                     reason_code=_code(reason_code),
-                    evidence_hash=evidence_hash(subject=item.subject, payload=item.payload),
+                    evidence_hash=item_evidence_hash(item),
                     note=note,
                     supersedes_id=target.pk,
                     corrected_verdict=corrected_verdict,

@@ -8,7 +8,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from queue_app.errors import AlreadyDecided, IdempotencyConflict, ItemNotFound
-from queue_app.evidence import evidence_hash
+from queue_app.evidence import item_evidence_hash
 from queue_app.models import ApiClient, ItemEvent, ItemEventKind, ItemState, Queue, ReviewItem
 from queue_app.services._common import User, database_now, guard_timeouts, log_extra, logger
 
@@ -98,7 +98,7 @@ def replace_evidence(
             raise ItemNotFound()
         if item.state == ItemState.DECIDED:
             raise AlreadyDecided()
-        before = evidence_hash(subject=item.subject, payload=item.payload)
+        before = item_evidence_hash(item)
         item.payload = payload
         if subject is not None:
             item.subject = subject
@@ -107,7 +107,7 @@ def replace_evidence(
         # The payload as jsonb stored it (-0.0 is 0.0, 1E+2 is 100): the hash a reviewer's page
         # shows from now on, and what the caller sees, not the spelling that was sent.
         item.refresh_from_db(fields=["payload"])
-        after = evidence_hash(subject=item.subject, payload=item.payload)
+        after = item_evidence_hash(item)
         ItemEvent.objects.create(
             item=item,
             kind=ItemEventKind.EVIDENCE_REPLACED,

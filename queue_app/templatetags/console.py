@@ -49,3 +49,11 @@ def waited(since: datetime | None, now: datetime | None = None) -> str:
     if (now - since).total_seconds() < 60:
         return "under a minute"
     return timesince(since, now)
+
+
+@register.filter
+def duration(value: Any) -> str:
+    """Say a duration the way /ops/ does: 38s, 4m 12s, 2h 03m ("n/a" for none)."""
+    from queue_app.ops.views import human_duration
+
+    return human_duration(value)

@@ -14,6 +14,20 @@
     return input ? input.value : "";
   }
 
+  /* Say something once, politely, through the page's status region (not a ticking clock). */
+  function announce(text) {
+    const region = document.getElementById("console-announcer");
+    if (region) region.textContent = text;
+  }
+
+  // Lease time left worth saying out loud, in seconds: once each, as it is crossed.
+  const LEASE_ANNOUNCEMENTS = [
+    [300, "5 minutes left on your lease of this item."],
+    [120, "2 minutes left on your lease of this item."],
+    [60, "1 minute left on your lease of this item."],
+    [0, "Your lease has run out: decide now or release the item; anyone may take it."],
+  ];
+
   function formatSeconds(total) {
     total = Math.max(0, Math.floor(total));
     const h = Math.floor(total / 3600);
@@ -26,6 +40,7 @@
   function refuse(message) {
     const banner = document.getElementById("stale-banner");
     if (banner) {
+      // role="alert": announced at once, the one assertive message the page makes.
       banner.textContent = message;
       banner.hidden = false;
     }
@@ -103,9 +118,19 @@
       return span;
     }
 
+    // Thresholds already behind us when the page opened are not announced.
+    let announced = LEASE_ANNOUNCEMENTS.filter(([at]) => (expiresAt - Date.now()) / 1000 <= at).length;
+
     function tick() {
       if (stopped || !countdown) return;
-      countdown.textContent = formatSeconds((expiresAt - Date.now()) / 1000);
+      const left = (expiresAt - Date.now()) / 1000;
+      countdown.textContent = formatSeconds(left);
+      // A renewal moves expiresAt forward: thresholds ahead of us again may be said again.
+      announced = Math.min(announced, LEASE_ANNOUNCEMENTS.filter(([at]) => left <= at).length);
+      while (announced < LEASE_ANNOUNCEMENTS.length && left <= LEASE_ANNOUNCEMENTS[announced][0]) {
+        announce(LEASE_ANNOUNCEMENTS[announced][1]);
+        announced += 1;
+      }
     }
 
     document.addEventListener("visibilitychange", () => {
@@ -162,7 +187,7 @@
 
   /* Enter submits from the verdict buttons, the reason list or the page itself, not from links. */
   function submitsOnEnter(form, target) {
-    if (target === document.body) return true;
+    if (target === document.body || ["verdict-group", "item-title"].includes(target.id)) return true;
     return form.contains(target) && (target.tagName === "SELECT" || target.type === "radio");
   }
 
@@ -216,6 +241,20 @@
     }
   }
 
+  /* Open an item with focus on it, not on <body>: on the first error if the form came back,
+   * else on the verdicts of an item I hold, else on the item's heading. */
+  function placeFocus(form) {
+    if (!document.body.classList.contains("console-item")) return;
+    const error = document.querySelector("#decision-form .errorlist");
+    const target =
+      (error && error.closest(".form-row, fieldset")) ||
+      (form && form.dataset.refused !== "true" && document.getElementById("verdict-group")) ||
+      document.getElementById("item-title");
+    if (!target) return;
+    if (!target.hasAttribute("tabindex")) target.setAttribute("tabindex", "-1");
+    target.focus({ preventScroll: true });
+  }
+
   function init() {
     const form = document.getElementById("decision-form");
     if (form) {
@@ -235,6 +274,7 @@
       });
       startHeartbeat(form);
     }
+    placeFocus(form);
     document.addEventListener("keydown", onKey);
   }
 

@@ -76,6 +76,9 @@ def expected(decision: Decision) -> dict:
         "chain_seq": decision.chain_seq,
         "chain_hash": decision.chain_hash,
         "applied_at": applied.applied_at if applied else None,
+        "attachments": " ".join(
+            f"{name}={entry['sha256']}" for name, entry in sorted(decision.item.attachments.items())
+        ),
     }
 
 

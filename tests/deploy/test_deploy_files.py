@@ -156,9 +156,10 @@ def _sizes(text: str) -> list[int]:
 
 def test_the_upload_limits_match_the_apps():
     site = (DEPLOY / "nginx/reviewconsole.conf").read_text()
-    form_limit, api_limit = _sizes(site)
+    form_limit, api_limit, attachment_limit = _sizes(site)
     assert form_limit == settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     assert api_limit == MAX_BODY_BYTES
+    assert attachment_limit == settings.REVIEW_ATTACHMENT_MAX_BYTES
 
 
 def test_the_proxy_sets_the_scheme_the_app_trusts():

@@ -29,7 +29,7 @@ from queue_app.models import (
     ReasonCode,
     ReviewItem,
 )
-from queue_app.services import claim_batch, claim_next, submit_decision
+from queue_app.services import claim_batch, claim_next, put_attachment, submit_decision
 from tests.conftest import make_items, make_queue, shown_hash
 
 PERSONAS = ("anonymous", "stranger", "reviewer", "viewer", "admin", "api_scoped", "api_unscoped")
@@ -48,6 +48,7 @@ class World:
     dead_job_decision: Decision  # bob's, its effect job dead (for the ops retry button)
     samples: dict[str, int]  # "app.model" -> the pk of one row, for admin object pages
     content_type_id: int
+    held_attachment: str  # sha256 of the image attached to the held item
 
     def sample_pk(self, app: str, model: str) -> int:
         """Return the pk of an existing row of app.model."""
@@ -141,6 +142,9 @@ def world(queue, alice, bob, stranger, viewer, root) -> World:
     ReviewItem.objects.filter(pk__in=[held.pk, robot_held.pk]).update(
         lease_expires=Now() + timedelta(seconds=60)
     )
+    from tests.security.routes import attachment_png
+
+    put_attachment(item_id=held.pk, actor=root, name="id-front", data=attachment_png())
     held.refresh_from_db()
     robot_held.refresh_from_db()
     pending = queue.items.filter(state="pending").first()
@@ -170,6 +174,7 @@ def world(queue, alice, bob, stranger, viewer, root) -> World:
         dead_job_decision=dead,
         samples=samples,
         content_type_id=ContentType.objects.get_for_model(ReviewItem).pk,
+        held_attachment=held.attachments["id-front"]["sha256"],
     )
 
 

@@ -14,7 +14,8 @@ SELECT (SELECT count(*) FROM queue_app_decision),
        (SELECT count(*) FROM queue_app_reviewitem),
        (SELECT count(*) FROM queue_app_itemevent),
        (SELECT md5(coalesce(string_agg(concat_ws('|', id, state, lease_owner_id, lease_token,
-                                                 lease_expires, subject, payload::text),
+                                                 lease_expires, subject, payload::text,
+                                                 attachments::text),
                                        ',' ORDER BY id), ''))
           FROM queue_app_reviewitem)
 """

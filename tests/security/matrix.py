@@ -18,8 +18,10 @@ from tests.security.routes import Probe, Route, probe_for
 FINGERPRINT = """
 SELECT (SELECT count(*) FROM queue_app_decision),
        (SELECT md5(coalesce(string_agg(concat_ws('|', id, state, lease_token, lease_expires,
-                                                 evidence_updated_at), ',' ORDER BY id), ''))
+                                                 evidence_updated_at, attachments),
+                                       ',' ORDER BY id), ''))
           FROM queue_app_reviewitem),
+       (SELECT count(*) FROM queue_app_itemevent),
        (SELECT count(*) FROM queue_app_effectjob WHERE dead)
 """
 

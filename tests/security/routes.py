@@ -54,8 +54,9 @@ POST_ROUTES = {
     "api:lease_batch",
     "api:decide",
     "api:release",
+    "item-attachment-reveal",
 }
-PUT_ROUTES = {"api:replace_evidence"}
+PUT_ROUTES = {"api:replace_evidence", "api:put_attachment"}
 
 _ADMIN_MODEL = re.compile(r"^admin:(?P<app>auth|queue_app|axes)_(?P<model>[a-z]+)_[a-z]+$")
 _ADMIN_OBJECT_REDIRECT = re.compile(r"^admin/(?P<app>\w+)/(?P<model>\w+)/<path:object_id>/$")
@@ -73,6 +74,8 @@ def probe_for(route: Route, world: World) -> Probe:
     """Return a request that reaches this route with real objects, as its owner would send it."""
     path = _path_for(route, world)
     method = "POST" if route.key in POST_ROUTES else "PUT" if route.key in PUT_ROUTES else "GET"
+    if route.key == "api:put_attachment":
+        return Probe(method, path, attachment_png(), "image/png")
     if route.key.startswith("api:") and method != "GET":
         body = _api_body(route.key, world)
         return Probe(method, path, exact_dumps(body), "application/json")
@@ -110,7 +113,12 @@ def _path_for(route: Route, world: World) -> str:
             "api:decide": world.robot_held.pk,
             "api:release": world.robot_held.pk,
             "api:replace_evidence": world.pending.pk,
+            "api:put_attachment": world.pending.pk,
         }.get(route.key, world.held.pk)
+    if "sha256" in resolver_kwargs:  # the attachment the world put on alice's held item
+        kwargs["sha256"] = world.held_attachment
+    if "name" in resolver_kwargs:
+        kwargs["name"] = "matrix.png"
     if "slug" in resolver_kwargs:
         kwargs["slug"] = "kyc"
     if "decision_id" in resolver_kwargs:
@@ -152,3 +160,14 @@ def _api_body(key: str, world: World) -> dict[str, Any]:
     if key == "api:replace_evidence":
         return {"payload": {"amount": "2.00"}}
     raise AssertionError(f"no body for {key}")
+
+
+def attachment_png() -> bytes:
+    """A small real PNG, as an upstream client would attach."""
+    import io
+
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (8, 8), "purple").save(out, format="PNG")
+    return out.getvalue()

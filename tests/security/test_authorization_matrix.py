@@ -99,6 +99,7 @@ EXPECTED: list[tuple[str, dict[str, str]]] = [
     ("api:create_item", row("401", "401", "401", "401", "401", "201+write", "403")),
     ("api:replace_evidence", row("401", "401", "401", "401", "401", "200+write", "403")),
     ("api:get_item", row("401", "401", "401", "401", "401", "200", "403")),
+    ("api:put_attachment", row("401", "401", "401", "401", "401", "200+write", "403")),
     ("api:lease_batch", row("401", "401", "401", "401", "401", "200+write", "403")),
     ("api:decide", row("401", "401", "401", "401", "401", "201+write", "403")),
     ("api:release", row("401", "401", "401", "401", "401", "200+write", "403")),
@@ -136,6 +137,12 @@ EXPECTED: list[tuple[str, dict[str, str]]] = [
     # Single sign-on is off in this world (no OIDC_ISSUER): its routes do not exist for anyone.
     # tests/identity/test_oidc_provider.py exercises them against a real provider.
     ("oidc_*", row("404", "404", "404", "404", "404")),
+    # Attachments follow the item page's rule: the bytes to whoever may see the item, a reveal
+    # recorded (an item event) for the same people; a superuser's reveal is recorded too.
+    ("item-attachment", row(LOGIN, "404", "200", "404", "200")),
+    # My work shows each signed-in person their own decisions only: nothing to refuse.
+    ("my-work", row(LOGIN, "200", "200", "200", "200")),
+    ("item-attachment-reveal", row(LOGIN, "404", "302+write", "404", "302+write")),
 ]
 
 

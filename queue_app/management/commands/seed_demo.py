@@ -333,7 +333,8 @@ class Command(BaseCommand):
                     priority=rng.choice([0, 0, 0, 5, 10]),
                 )
                 made += created
-        self.stdout.write(f"Seeded demo data: {made} new items.")
+        attached = self._attach_demo_documents(items)
+        self.stdout.write(f"Seeded demo data: {made} new items, {attached} new attachments.")
         if password:
             self.stdout.write(
                 "Demo users admin, alice, bob and carol: password set from DEMO_PASSWORD."
@@ -351,3 +352,48 @@ class Command(BaseCommand):
                 "Demo users admin, alice, bob and carol already exist, with the password printed "
                 "when they were created. Lost it? Run again with DEMO_PASSWORD=<new password>."
             )
+
+    def _attach_demo_documents(self, items: int) -> int:
+        """Put a made-up ID card on the first few open KYC items; return how many were new."""
+        from queue_app.models import ItemEventKind, ItemState, ReviewItem
+        from queue_app.services import put_attachment
+
+        admin = User.objects.get(username="admin")
+        new = 0
+        for n in range(min(items, DEMO_DOCUMENTS)):
+            item = (
+                ReviewItem.objects.filter(idempotency_key=f"demo-kyc-{n}", queue__slug="kyc")
+                .exclude(state=ItemState.DECIDED)
+                .first()
+            )
+            if item is None:
+                continue
+            before = item.events.filter(kind=ItemEventKind.ATTACHMENT_PUT).count()
+            # Deterministic bytes: a rerun puts the same digest, which changes nothing.
+            card = demo_id_card(n, item.subject)
+            put_attachment(item_id=item.pk, actor=admin, name="id-front.png", data=card)
+            new += item.events.filter(kind=ItemEventKind.ATTACHMENT_PUT).count() - before
+        return new
+
+
+# KYC items that get a demo identity card (an image attachment) from seed_demo.
+DEMO_DOCUMENTS = 3
+
+
+def demo_id_card(n: int, name: str) -> bytes:
+    """Draw a made-up identity card for a demo applicant (PNG bytes, the same every run)."""
+    import io
+
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGB", (480, 300), "#e8eef7")
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((0, 0, 480, 52), fill="#1d4f91")
+    draw.text((18, 18), "DEMO REPUBLIC - IDENTITY CARD (SPECIMEN)", fill="white")
+    draw.ellipse((30, 80, 150, 220), fill=("#c99a74", "#8d5b3e", "#e0b89a")[n % 3])
+    draw.text((180, 90), name[:40].upper(), fill="#102040")
+    draw.text((180, 130), f"NO. DEMO{4100 + n:05d}", fill="#102040")
+    draw.text((180, 170), "SPECIMEN - NOT A REAL DOCUMENT", fill="#8a1c1c")
+    out = io.BytesIO()
+    image.save(out, format="PNG")
+    return out.getvalue()

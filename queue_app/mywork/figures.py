@@ -1,0 +1,165 @@
+"""Read one reviewer's figures for My work (statements in queue_app/mywork/sql.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta
+
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from queue_app.managers import fetch_dicts
+from queue_app.models import Decision, ItemState, ReviewItem
+from queue_app.mywork import sql
+
+WEEK = timedelta(days=7)
+MONTH = timedelta(days=30)
+# A search answers at most this many decisions, newest first; a subject search looks back at
+# most this far (an item id or a day is exact and needs no bound of its own).
+SEARCH_LIMIT = 50
+SUBJECT_SEARCH_DAYS = 365
+
+
+@dataclass
+class VerdictCounts:
+    verdict: str
+    today: int
+    week: int
+    month: int
+    overturned: int
+
+
+@dataclass
+class QueueCounts:
+    queue_id: int
+    name: str
+    verdicts: list[VerdictCounts] = field(default_factory=list)
+
+    def total(self, window: str) -> int:
+        return sum(getattr(v, window) for v in self.verdicts)
+
+    @property
+    def today(self) -> int:
+        return self.total("today")
+
+    @property
+    def week(self) -> int:
+        return self.total("week")
+
+    @property
+    def month(self) -> int:
+        return self.total("month")
+
+
+@dataclass
+class HandlingTime:
+    queue_id: int | None
+    name: str
+    week_samples: int
+    week_p50: timedelta | None
+    week_p90: timedelta | None
+    month_samples: int
+    month_p50: timedelta | None
+    month_p90: timedelta | None
+
+
+@dataclass
+class MyWork:
+    counts: list[QueueCounts]
+    handling: list[HandlingTime]
+    leases: list[ReviewItem]
+    today_starts: datetime
+
+    @property
+    def totals(self) -> dict[str, int]:
+        return {w: sum(q.total(w) for q in self.counts) for w in ("today", "week", "month")}
+
+    @property
+    def overturned(self) -> int:
+        return sum(v.overturned for q in self.counts for v in q.verdicts)
+
+
+def start_of_today(now: datetime | None = None) -> datetime:
+    """Return local midnight (TIME_ZONE) of the current day, as an aware datetime."""
+    local = timezone.localtime(now)
+    return timezone.make_aware(datetime.combine(local.date(), time.min), local.tzinfo)
+
+
+def _seconds(value: float | None) -> timedelta | None:
+    return None if value is None else timedelta(seconds=round(float(value), 1))
+
+
+def my_work(*, reviewer_id: int, now: datetime | None = None) -> MyWork:
+    """Read a reviewer's decisions by window, handling time and open leases."""
+    now = now or timezone.now()
+    params = {
+        "reviewer": reviewer_id,
+        "today": start_of_today(now),
+        "week": now - WEEK,
+        "month": now - MONTH,
+    }
+    counts: dict[int, QueueCounts] = {}
+    for row in fetch_dicts(sql.MY_DECISION_COUNTS, params):
+        queue = counts.setdefault(row["queue_id"], QueueCounts(row["queue_id"], row["queue_name"]))
+        queue.verdicts.append(
+            VerdictCounts(
+                row["verdict"], row["today"], row["week"], row["month"], row["overturned"]
+            )
+        )
+    names = {q.queue_id: q.name for q in counts.values()}
+    handling = [
+        HandlingTime(
+            queue_id=row["queue_id"],
+            name=names.get(row["queue_id"], "") if row["queue_id"] else "All queues",
+            week_samples=row["week_samples"],
+            week_p50=_seconds(row["week_p50"]),
+            week_p90=_seconds(row["week_p90"]),
+            month_samples=row["month_samples"],
+            month_p50=_seconds(row["month_p50"]),
+            month_p90=_seconds(row["month_p90"]),
+        )
+        for row in fetch_dicts(sql.MY_HANDLING_TIME, params)
+    ]
+    # Queues first by name, the all-queues row last (and only when there is more than one queue).
+    handling.sort(key=lambda h: (h.queue_id is None, h.name))
+    if len(handling) == 2:
+        handling = handling[:1]
+    if not any(h.month_samples for h in handling):
+        handling = []  # ROLLUP answers one empty total row when there is nothing to measure
+    leases = list(
+        ReviewItem.objects.filter(state=ItemState.LEASED, lease_owner_id=reviewer_id)
+        .select_related("queue")
+        .only("pk", "subject", "lease_expires", "queue__name", "queue__slug")
+        .order_by("lease_expires")
+    )
+    return MyWork(
+        counts=sorted(counts.values(), key=lambda q: q.name),
+        handling=handling,
+        leases=leases,
+        today_starts=params["today"],
+    )
+
+
+def search_my_decisions(
+    *,
+    reviewer_id: int,
+    subject: str = "",
+    item_id: int | None = None,
+    day: date | None = None,
+    now: datetime | None = None,
+) -> QuerySet[Decision]:
+    """Return the reviewer's own decisions matching every criterion given, newest first, bounded."""
+    now = now or timezone.now()
+    decisions = Decision.objects.filter(reviewer_id=reviewer_id)
+    if item_id is not None:
+        decisions = decisions.filter(item_id=item_id)
+    if day is not None:
+        starts = timezone.make_aware(datetime.combine(day, time.min))
+        decisions = decisions.filter(created_at__gte=starts, created_at__lt=starts + timedelta(1))
+    if subject:
+        if day is None and item_id is None:
+            decisions = decisions.filter(created_at__gte=now - timedelta(days=SUBJECT_SEARCH_DAYS))
+        decisions = decisions.filter(item__subject__icontains=subject)
+    return decisions.select_related("item", "queue", "reason_code").order_by("-created_at", "-id")[
+        :SEARCH_LIMIT
+    ]

@@ -1,0 +1,52 @@
+"""The statements behind My work. Each reads one reviewer's rows through the index
+decision_reviewer_recent (reviewer_id, created_at DESC) and a bounded time window, so its cost
+follows that reviewer's recent work, never the size of the decision log."""
+
+from __future__ import annotations
+
+# Reviewer verdicts per queue and verdict over the last 30 days, with today's and the last 7
+# days' counts beside them, and how many were later overturned (one probe each into the unique
+# index on supersedes). Overturns the reviewer made as an admin are not their verdicts.
+MY_DECISION_COUNTS = """
+SELECT d.queue_id, q.name AS queue_name, d.verdict,
+       count(*) FILTER (WHERE d.created_at >= %(today)s) AS today,
+       count(*) FILTER (WHERE d.created_at >= %(week)s) AS week,
+       count(*) AS month,
+       count(*) FILTER (WHERE EXISTS (
+           SELECT 1 FROM queue_app_decision AS o WHERE o.supersedes_id = d.id
+       )) AS overturned
+  FROM queue_app_decision AS d
+  JOIN queue_app_queue AS q ON q.id = d.queue_id
+ WHERE d.reviewer_id = %(reviewer)s AND d.created_at >= %(month)s AND d.verdict <> 'overturn'
+ GROUP BY d.queue_id, q.name, d.verdict
+ ORDER BY q.name, d.verdict
+"""
+
+# Handling time exactly as /ops/ measures it (queue_app/ops/sql.py TIME_TO_DECISION): from the
+# claim the item was decided under (its last claimed/reclaimed event before the decision) to the
+# decision; here for one reviewer, per queue, over 7 and 30 days. queue_id NULL (the ROLLUP
+# row) is every queue together.
+MY_HANDLING_TIME = """
+SELECT d.queue_id,
+       count(*) FILTER (WHERE d.created_at >= %(week)s) AS week_samples,
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM d.created_at - c.at))
+           FILTER (WHERE d.created_at >= %(week)s) AS week_p50,
+       percentile_cont(0.9) WITHIN GROUP (ORDER BY extract(epoch FROM d.created_at - c.at))
+           FILTER (WHERE d.created_at >= %(week)s) AS week_p90,
+       count(*) AS month_samples,
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM d.created_at - c.at))
+           AS month_p50,
+       percentile_cont(0.9) WITHIN GROUP (ORDER BY extract(epoch FROM d.created_at - c.at))
+           AS month_p90
+  FROM queue_app_decision AS d
+ CROSS JOIN LATERAL (
+        SELECT e.at
+          FROM queue_app_itemevent AS e
+         WHERE e.item_id = d.item_id AND e.kind IN ('claimed', 'reclaimed')
+           AND e.at <= d.created_at
+         ORDER BY e.at DESC
+         LIMIT 1
+       ) AS c
+ WHERE d.reviewer_id = %(reviewer)s AND d.created_at >= %(month)s AND d.verdict <> 'overturn'
+ GROUP BY ROLLUP (d.queue_id)
+"""

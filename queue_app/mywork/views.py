@@ -1,0 +1,77 @@
+"""My work: a reviewer's page of their own decisions, handling time, leases and a search."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from django import forms
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
+from queue_app.console.views import console_view
+from queue_app.mywork.figures import SEARCH_LIMIT, SUBJECT_SEARCH_DAYS, my_work, search_my_decisions
+
+EARLIEST_DAY = date(1970, 1, 1)
+LATEST_DAY = date(9999, 12, 30)
+
+
+class SearchForm(forms.Form):
+    """Find one of my decisions again: by the item's subject, its id, or the day."""
+
+    subject = forms.CharField(required=False, max_length=200, strip=True, label="Subject contains")
+    item = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1, label="Item number")
+    day = forms.DateField(
+        required=False,
+        label="Decided on",
+        widget=forms.DateInput(attrs={"type": "date"}),
+        error_messages={"invalid": "Enter a date as YYYY-MM-DD."},
+    )
+
+    def clean_day(self) -> date | None:
+        day = self.cleaned_data["day"]
+        # The day's end is computed as an instant: the calendar's last day has none.
+        if day is not None and not (EARLIEST_DAY <= day <= LATEST_DAY):
+            raise forms.ValidationError(
+                f"Enter a date between {EARLIEST_DAY.isoformat()} and {LATEST_DAY.isoformat()}."
+            )
+        return day
+
+    def is_search(self) -> bool:
+        return any(self.data.get(name) for name in self.fields)
+
+
+@require_GET
+@console_view
+def my_work_page(request: HttpRequest) -> HttpResponse:
+    """Show my decisions today, over 7 and 30 days, my handling time, my leases, and a search."""
+    now = timezone.now()
+    form = SearchForm(request.GET or None)
+    results = None
+    if form.is_bound and form.is_search() and form.is_valid():
+        data = form.cleaned_data
+        results = list(
+            search_my_decisions(
+                reviewer_id=request.user.pk,
+                subject=data["subject"] or "",
+                item_id=data["item"],
+                day=data["day"],
+            )
+        )
+    return render(
+        request,
+        "console/my_work.html",
+        {
+            "title": "My work",
+            "work": my_work(reviewer_id=request.user.pk, now=now),
+            "now": now,
+            "form": form,
+            "results": results,
+            "search_limit": SEARCH_LIMIT,
+            "subject_days": SUBJECT_SEARCH_DAYS,
+            # QA-AGREEMENT: the agreement rate with QA re-reviews goes here once QA sampling
+            # exists (built separately); until then the page shows no such figure at all.
+            "qa_agreement": None,
+        },
+    )

@@ -1,0 +1,151 @@
+"""My work: a reviewer's own decisions by window, handling time as /ops/ measures it, the
+items they hold, and a bounded search over their decisions."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from queue_app.models import Decision
+from queue_app.mywork import sql
+from queue_app.mywork.figures import my_work, search_my_decisions
+from queue_app.ops.figures import read_snapshot
+from queue_app.services import claim_next, submit_decision
+from tests.conftest import make_items, shown_hash
+from tests.console.conftest import login
+
+pytestmark = pytest.mark.django_db
+
+
+def decide(queue, reviewer, verdict: str = "approve", reason: str = "verified") -> Decision:
+    item = claim_next(queue=queue, reviewer=reviewer)
+    return submit_decision(
+        item_id=item.pk,
+        reviewer=reviewer,
+        lease_token=item.lease_token,
+        verdict=verdict,
+        reason_code=reason,
+        evidence_hash=shown_hash(item),
+    )
+
+
+def claimed_seconds_before(decision: Decision, seconds: int) -> None:
+    """Move the claim the decision was made under back in time (events are append-only, so
+    with user triggers off for this one statement, as a restore would)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL session_replication_role = replica")
+        cursor.execute(
+            "UPDATE queue_app_itemevent SET at = %s WHERE item_id = %s AND kind = 'claimed'",
+            [decision.created_at - timedelta(seconds=seconds), decision.item_id],
+        )
+        cursor.execute("SET LOCAL session_replication_role = origin")
+
+
+def test_it_counts_my_verdicts_by_queue_and_window(queue, alice, bob):
+    make_items(queue, 6)
+    for verdict, reason in [("approve", "verified"), ("approve", "verified"), ("reject", "fraud")]:
+        decide(queue, alice, verdict, reason)
+    decide(queue, bob)  # not mine
+
+    now = timezone.now()
+    [kyc] = my_work(reviewer_id=alice.pk, now=now).counts
+    assert [(v.verdict, v.today, v.week, v.month) for v in kyc.verdicts] == [
+        ("approve", 2, 2, 2),
+        ("reject", 1, 1, 1),
+    ]
+    # Two days on: not today any more, still in the week; ten days on: only the month.
+    later = my_work(reviewer_id=alice.pk, now=now + timedelta(days=2))
+    assert later.totals == {"today": 0, "week": 3, "month": 3}
+    assert my_work(reviewer_id=alice.pk, now=now + timedelta(days=10)).totals == {
+        "today": 0,
+        "week": 0,
+        "month": 3,
+    }
+    assert my_work(reviewer_id=alice.pk, now=now + timedelta(days=31)).counts == []
+
+
+def test_handling_time_is_measured_as_ops_measures_it(queue, alice):
+    make_items(queue, 2)
+    fast, slow = decide(queue, alice), decide(queue, alice)
+    claimed_seconds_before(fast, 30)
+    claimed_seconds_before(slow, 90)
+
+    [handling] = my_work(reviewer_id=alice.pk).handling
+    assert handling.month_samples == 2
+    assert handling.month_p50 == timedelta(seconds=60)
+    assert handling.month_p90 == timedelta(seconds=84)
+    # /ops/ reads the same two decisions the same way.
+    ops = next(f for f in read_snapshot().queues if f.slug == "kyc")
+    assert (ops.ttd_p50, ops.ttd_p90) == (handling.month_p50, handling.month_p90)
+
+
+def test_it_lists_the_items_i_hold_and_no_one_elses(queue, alice, bob):
+    make_items(queue, 3)
+    mine = claim_next(queue=queue, reviewer=alice)
+    claim_next(queue=queue, reviewer=bob)
+    assert [i.pk for i in my_work(reviewer_id=alice.pk).leases] == [mine.pk]
+    page = login(alice).get("/my-work/").content.decode()
+    assert f"#{mine.pk} &mdash; {mine.subject}" in page
+
+
+def test_search_finds_my_decisions_by_subject_item_and_day(queue, alice, bob):
+    items = make_items(queue, 4, prefix="Passport")
+    mine = [decide(queue, alice) for _ in range(3)]
+    theirs = decide(queue, bob)
+
+    by_subject = search_my_decisions(reviewer_id=alice.pk, subject="passport 1")
+    assert [d.pk for d in by_subject] == [mine[1].pk]
+    assert [d.pk for d in search_my_decisions(reviewer_id=alice.pk, item_id=mine[2].item_id)] == [
+        mine[2].pk
+    ]
+    assert search_my_decisions(reviewer_id=alice.pk, item_id=theirs.item_id).count() == 0
+    today = timezone.localdate()
+    assert {d.pk for d in search_my_decisions(reviewer_id=alice.pk, day=today)} == {
+        d.pk for d in mine
+    }
+    assert not search_my_decisions(reviewer_id=alice.pk, day=today - timedelta(days=1)).exists()
+    assert len(items) == 4
+
+
+def test_the_page_searches_and_says_what_is_wrong_with_a_search(queue, alice):
+    make_items(queue, 2, prefix="Utility bill")
+    decision = decide(queue, alice)
+    client = login(alice)
+    found = client.get("/my-work/", {"subject": "utility"})
+    assert found.status_code == 200
+    assert f"#{decision.item_id} &mdash; Utility bill 0" in found.content.decode()
+    bad = client.get("/my-work/", {"day": "yesterday", "item": "-3"})
+    assert bad.status_code == 200
+    text = bad.content.decode()
+    assert "Enter a date as YYYY-MM-DD." in text
+    assert "greater than or equal to 1" in text
+    assert bad.context["results"] is None
+
+
+def test_the_page_costs_the_same_few_queries_however_much_work(
+    queue, alice, django_assert_max_num_queries
+):
+    make_items(queue, 8)
+    for _ in range(8):
+        decide(queue, alice)
+    client = login(alice)
+    client.get("/my-work/")  # warm: session, user
+    with django_assert_max_num_queries(8):
+        response = client.get("/my-work/", {"subject": "item"})
+    assert response.status_code == 200
+    assert len(response.context["results"]) == 8
+
+
+@pytest.mark.parametrize("statement", ["MY_DECISION_COUNTS", "MY_HANDLING_TIME"])
+def test_the_statements_read_through_the_reviewer_index(queue, alice, statement):
+    now = timezone.now()
+    params = {"reviewer": alice.pk, "today": now, "week": now, "month": now - timedelta(days=30)}
+    with connection.cursor() as cursor:
+        # A tiny test table would be read whole; what matters is that the index serves.
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN " + getattr(sql, statement), params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "decision_reviewer_recent" in plan, plan
