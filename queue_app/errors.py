@@ -89,3 +89,15 @@ class EffectAborted(EffectError):
     """An effect handler raised SystemExit, KeyboardInterrupt or the like: a failed attempt."""
 
     message = "The decision's effect tried to stop the worker; it was recorded as a failure."
+
+
+class InvalidHoldReason(ReviewError):
+    message = "That hold reason is not one of the hold reasons of this queue."
+
+
+class InvalidHoldTime(ReviewError):
+    message = "The resume time must be in the future and within the queue's maximum hold."
+
+
+class InvalidDeadline(ReviewError):
+    message = "The deadline is not valid: give due_at or sla_seconds, not both, in the future."

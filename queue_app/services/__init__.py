@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from queue_app.services._common import NOTE_MAX_LENGTH, User, database_now
 from queue_app.services.access import queues_for_user, user_can_review
+from queue_app.services.deadlines import deadline_words, initial_due_at, is_breached
 from queue_app.services.decisions import (
     find_completed_decision,
     four_eyes_refusal,
@@ -30,32 +31,42 @@ from queue_app.services.leases import (
     release_lease,
     renew_lease,
 )
+from queue_app.services.holds import hold_item, hold_reasons_for, resume_hold
 from queue_app.services.outbox import retry_effect_job
+from queue_app.services.subjects import SUBJECT_HISTORY_LIMIT, subject_history
 
 __all__ = [
     "BATCH_SIZE_RANGE",
     "BATCH_TTL_RANGE",
     "NOTE_MAX_LENGTH",
+    "SUBJECT_HISTORY_LIMIT",
     "User",
     "claim_batch",
     "claim_next",
     "create_item",
     "database_now",
+    "deadline_words",
     "escalate_abandoned",
     "explain_stale_lease",
     "find_completed_decision",
     "four_eyes_refusal",
+    "hold_item",
+    "hold_reasons_for",
+    "initial_due_at",
+    "is_breached",
     "item_decisions",
     "open_escalation",
     "overturn_decision",
     "queues_for_user",
     "reason_codes_for",
+    "resume_hold",
     "release_lease",
     "renew_lease",
     "replace_evidence",
     "retry_effect_job",
     "standing_decision",
     "standing_outcome",
+    "subject_history",
     "submit_decision",
     "user_can_review",
 ]
