@@ -13,4 +13,5 @@ urlpatterns = [
     path("items/<int:item_id>/decide/", views.item_decide, name="item-decide"),
     path("items/<int:item_id>/release/", views.item_release, name="item-release"),
     path("items/<int:item_id>/renew/", views.item_renew, name="item-renew"),
+    path("items/<int:item_id>/hold/", views.item_hold, name="item-hold"),
 ]
