@@ -99,6 +99,8 @@ EXPECTED: list[tuple[str, dict[str, str]]] = [
     ("api:create_item", row("401", "401", "401", "401", "401", "201+write", "403")),
     ("api:replace_evidence", row("401", "401", "401", "401", "401", "200+write", "403")),
     ("api:get_item", row("401", "401", "401", "401", "401", "200", "403")),
+    # Issue 15: a subject's items, only in the client's own queues (tests/clocks/test_api.py).
+    ("api:list_items", row("401", "401", "401", "401", "401", "200", "403")),
     ("api:lease_batch", row("401", "401", "401", "401", "401", "200+write", "403")),
     ("api:decide", row("401", "401", "401", "401", "401", "201+write", "403")),
     ("api:release", row("401", "401", "401", "401", "401", "200+write", "403")),
@@ -122,6 +124,8 @@ EXPECTED: list[tuple[str, dict[str, str]]] = [
     ("item-decide", row(LOGIN, "404", "302+write", "404", "302")),
     ("item-release", row(LOGIN, "404", "302+write", "404", "302")),
     ("item-renew", row(LOGIN, "404", "302+write", "404", "302")),
+    # Issue 15: putting alice's item on hold is fenced by her token like release.
+    ("item-hold", row(LOGIN, "404", "302+write", "404", "302")),
 ]
 
 
