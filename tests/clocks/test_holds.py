@@ -160,3 +160,21 @@ def test_the_database_refuses_half_a_hold_and_another_queues_reason(queue, alice
         with pytest.raises(IntegrityError), transaction.atomic(), connection.cursor() as cursor:
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
             cursor.execute(statement, {"id": held_setup.pk})
+
+
+def test_a_late_write_on_a_held_item_says_it_is_on_hold(queue, alice, held_setup):
+    from queue_app.services import submit_decision
+    from tests.conftest import shown_hash
+
+    _hold(held_setup, alice)
+    with pytest.raises(StaleLease) as refused:
+        submit_decision(
+            item_id=held_setup.pk,
+            reviewer=alice,
+            lease_token=held_setup.lease_token,
+            verdict="approve",
+            reason_code="verified",
+            evidence_hash=shown_hash(held_setup),
+        )
+    assert refused.value.what == "on_hold" and "on hold until" in refused.value.message
+    assert ReviewItem.objects.get(pk=held_setup.pk).state == "held"
