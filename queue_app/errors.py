@@ -19,7 +19,8 @@ class StaleLease(ReviewError):
     """A fenced write refused: the lease named is no longer the caller's.
 
     ``what`` says why, when it is known (services.explain_stale_lease reads the item's state
-    and events): released_by_you, taken, decided, decided_by_you, escalated, reopened, held, on_hold.
+    and events): released_by_you, taken, decided, decided_by_you, escalated, reopened, held,
+    on_hold.
     """
 
     message = (

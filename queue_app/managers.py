@@ -318,7 +318,9 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         )
         return rows[0] if rows else None
 
-    def resume_held(self, *, item_id: int, actor_id: int | None, cause: str) -> dict[str, Any] | None:
+    def resume_held(
+        self, *, item_id: int, actor_id: int | None, cause: str
+    ) -> dict[str, Any] | None:
         rows = fetch_dicts(
             sql.RESUME_HELD_ITEM, {"item_id": item_id, "actor_id": actor_id, "cause": cause}
         )

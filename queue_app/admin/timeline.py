@@ -224,9 +224,8 @@ def _hold_details(kind: str, detail: dict[str, Any]) -> list[str]:
     """Say what a hold or resume did, and how the deadline moved (the clock pauses on hold)."""
     lines = []
     if kind == ItemEventKind.HELD:
-        lines.append(
-            f"Waiting for: {detail.get('reason_code', '?')}; back by {_moment(detail.get('hold_until'))}."
-        )
+        reason, until = detail.get("reason_code", "?"), _moment(detail.get("hold_until"))
+        lines.append(f"Waiting for: {reason}; back by {until}.")
     else:
         cause = {
             "hold_ended": "its hold time came",
@@ -235,7 +234,9 @@ def _hold_details(kind: str, detail: dict[str, Any]) -> list[str]:
         lines.append(f"Back in the queue: {cause}.")
     before, after = detail.get("due_at_before"), detail.get("due_at")
     if before and after and before != after:
-        lines.append(f"Deadline moved from {_moment(before)} to {_moment(after)} (paused while held).")
+        lines.append(
+            f"Deadline moved from {_moment(before)} to {_moment(after)} (paused while held)."
+        )
     elif after:
         lines.append(f"Deadline {_moment(after)}.")
     return lines

@@ -75,7 +75,9 @@ def hold_form_context(item: ReviewItem, now: datetime) -> dict[str, Any]:
         "hold_min": local(now).strftime("%Y-%m-%dT%H:%M"),
         "hold_max": local(latest).strftime("%Y-%m-%dT%H:%M"),
         "hold_default": local(default).strftime("%Y-%m-%dT%H:%M"),
-        "max_hold_words": deadline_words(due_at=now + item.queue.max_hold, now=now)[len("due in ") :],
+        "max_hold_words": deadline_words(due_at=now + item.queue.max_hold, now=now)[
+            len("due in ") :
+        ],
     }
 
 

@@ -21,6 +21,7 @@ from queue_app.services.decisions import (
     submit_decision,
 )
 from queue_app.services.escalation import escalate_abandoned, open_escalation
+from queue_app.services.holds import hold_item, hold_reasons_for, resume_hold
 from queue_app.services.intake import create_item, replace_evidence
 from queue_app.services.leases import (
     BATCH_SIZE_RANGE,
@@ -31,7 +32,6 @@ from queue_app.services.leases import (
     release_lease,
     renew_lease,
 )
-from queue_app.services.holds import hold_item, hold_reasons_for, resume_hold
 from queue_app.services.outbox import retry_effect_job
 from queue_app.services.subjects import SUBJECT_HISTORY_LIMIT, subject_history
 
@@ -59,10 +59,10 @@ __all__ = [
     "overturn_decision",
     "queues_for_user",
     "reason_codes_for",
-    "resume_hold",
     "release_lease",
     "renew_lease",
     "replace_evidence",
+    "resume_hold",
     "retry_effect_job",
     "standing_decision",
     "standing_outcome",

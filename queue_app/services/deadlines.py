@@ -66,7 +66,9 @@ def deadline_words(*, due_at: datetime | None, now: datetime) -> str:
     return f"overdue by {span_words(-left)}"
 
 
-def is_breached(*, due_at: datetime | None, now: datetime, decided_at: datetime | None = None) -> bool:
+def is_breached(
+    *, due_at: datetime | None, now: datetime, decided_at: datetime | None = None
+) -> bool:
     """Whether the deadline passed before the item was decided (or, while open, before now)."""
     if due_at is None:
         return False

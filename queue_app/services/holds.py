@@ -56,9 +56,10 @@ def hold_item(
         raise InvalidHoldTime("The resume time must carry a time zone.")
     now = timezone.now()
     if not now < hold_until <= now + item.queue.max_hold:
+        longest = span_words(item.queue.max_hold.total_seconds())
         raise InvalidHoldTime(
             "The resume time must be in the future and no later than "
-            f"{span_words(item.queue.max_hold.total_seconds())} from now (this queue's maximum hold)."
+            f"{longest} from now (this queue's maximum hold)."
         )
     try:
         with transaction.atomic():

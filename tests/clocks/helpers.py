@@ -10,7 +10,10 @@ from django.db import connection
 from queue_app.models import HoldReason, Queue, ReviewItem
 from queue_app.services import create_item
 
-HOLD_CODES = {"awaiting_documents": "Awaiting documents", "customer_contacted": "Customer contacted"}
+HOLD_CODES = {
+    "awaiting_documents": "Awaiting documents",
+    "customer_contacted": "Customer contacted",
+}
 
 
 def add_hold_reasons(queue: Queue) -> None:

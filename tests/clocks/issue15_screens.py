@@ -49,7 +49,9 @@ def test_take_issue15_screenshot(live_server, page):
     Queue.objects.filter(pk=kyc.pk).update(name="KYC checks")
     Queue.objects.filter(pk=recon.pk).update(name="Reconciliation exceptions")
     add_hold_reasons(kyc)
-    alice, bob, carol = (User.objects.create_user(n, first_name=n.title()) for n in ("alice", "bob", "carol"))
+    alice, bob, carol = (
+        User.objects.create_user(n, first_name=n.title()) for n in ("alice", "bob", "carol")
+    )
     for u in (alice, bob, carol):
         u.groups.add(group)
 
@@ -58,7 +60,10 @@ def test_take_issue15_screenshot(live_server, page):
     old_kyc = item(kyc, "h1", subject="KYC check — Grace Hopper (2025 renewal)", subject_key=key)
     _decide(kyc, bob, old_kyc, "approve", "verified")
     recon_item = item(
-        recon, "h2", subject="Statement line BR448120 — G. Hopper", subject_key=key,
+        recon,
+        "h2",
+        subject="Statement line BR448120 — G. Hopper",
+        subject_key=key,
         payload={"ledger_entity": "ACME-CORP", "variance_amount": "12.50"},
     )
     _decide(recon, carol, recon_item, "reject", "fraud")
@@ -66,12 +71,19 @@ def test_take_issue15_screenshot(live_server, page):
     item(recon, "h4", subject="Statement line BR448311 — G. Hopper", subject_key=key)
 
     current = item(
-        kyc, "now", subject="KYC check — Grace Hopper", subject_key=key, priority=5,
+        kyc,
+        "now",
+        subject="KYC check — Grace Hopper",
+        subject_key=key,
+        priority=5,
         due_at=now + timedelta(hours=2, minutes=10, seconds=40),
         payload={
             "applicant": {"name": "Grace Hopper", "country": "US", "date_of_birth": "1906-12-09"},
             "document": {"type": "passport", "number": "X1234567", "expires": "2031-04-30"},
-            "checks": [{"name": "sanctions", "result": "clear"}, {"name": "pep", "result": "clear"}],
+            "checks": [
+                {"name": "sanctions", "result": "clear"},
+                {"name": "pep", "result": "clear"},
+            ],
         },
     )
     lease = claim_next(queue=kyc, reviewer=alice)

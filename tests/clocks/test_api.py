@@ -48,7 +48,9 @@ def test_sla_seconds_and_a_past_deadline(api, queue):
         ({"subject_key": "a\x00b"}, "invalid"),
     ],
 )
-def test_bad_deadline_or_subject_input_is_a_clear_422_with_nothing_written(api, queue, fields, code):
+def test_bad_deadline_or_subject_input_is_a_clear_422_with_nothing_written(
+    api, queue, fields, code
+):
     reply = api.post("/items", intake_body(**fields))
     assert reply.status == 422, reply.body
     assert reply.body["error"]["code"] == code

@@ -48,15 +48,23 @@ def _mixed(queue, holder) -> dict[str, int]:
 
 # Due holds come back first (like expired leases), then priority, earliest deadline (none
 # last), age. held_later (priority 50) is not due: never handed out.
-EXPECTED = ["held_due", "p5_overdue", "p5_late", "p5_none", "p0_soon", "p0_late", "p0_none",
-            "p0_none_2"]
+EXPECTED = [
+    "held_due",
+    "p5_overdue",
+    "p5_late",
+    "p5_none",
+    "p0_soon",
+    "p0_late",
+    "p0_none",
+    "p0_none_2",
+]
 
 
 @pytest.mark.django_db
 def test_next_item_goes_by_priority_then_deadline_then_age(queue, alice, bob):
     ids = _mixed(queue, bob)
     order = []
-    while (got := claim_batch(queue=queue, worker=alice, n=1, ttl=timedelta(minutes=5))):
+    while got := claim_batch(queue=queue, worker=alice, n=1, ttl=timedelta(minutes=5)):
         order.append(got[0].pk)
     names = {v: k for k, v in ids.items()}
     assert [names[i] for i in order] == EXPECTED
@@ -98,7 +106,9 @@ def test_concurrent_next_items_never_take_a_hold_before_its_time(queue, alice, b
     reviewers = [User.objects.create_user(f"r{i}") for i in range(8)]
     for r in reviewers:
         r.groups.add(*alice.groups.all())
-    got = run_in_threads(8, lambda i: getattr(claim_next(queue=queue, reviewer=reviewers[i]), "pk", None))
+    got = run_in_threads(
+        8, lambda i: getattr(claim_next(queue=queue, reviewer=reviewers[i]), "pk", None)
+    )
     taken = [pk for pk in got if pk is not None]
     assert len(taken) == len(set(taken)) == 8
     assert ids["held_later"] not in taken

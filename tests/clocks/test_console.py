@@ -28,7 +28,9 @@ def test_the_status_box_says_due_in(alice, queue):
     it = item(queue, "k", due_at=timezone.now() + timedelta(hours=2, minutes=10, seconds=30))
     claim_next(queue=queue, reviewer=alice)
     html = _page(login(alice), it.pk)
-    assert re.search(r'id="deadline" class="deadline at-risk"[^>]*>\s*<strong>Due in 2 h 10 min</strong>', html)
+    assert re.search(
+        r'id="deadline" class="deadline at-risk"[^>]*>\s*<strong>Due in 2 h 10 min</strong>', html
+    )
 
 
 def test_the_status_box_says_overdue_by(alice, queue):

@@ -42,7 +42,9 @@ def test_the_queues_default_sla_applies_when_intake_gives_none(queue):
     queue.default_sla = timedelta(hours=8)
     queue.save()
     it = item(queue, "default")
-    assert timedelta(hours=8) - timedelta(seconds=1) < it.due_at - it.created_at <= timedelta(hours=8)
+    assert (
+        timedelta(hours=8) - timedelta(seconds=1) < it.due_at - it.created_at <= timedelta(hours=8)
+    )
     # an explicit SLA wins over the default
     assert item(queue, "own", sla_seconds=60).due_at < it.due_at
 

@@ -11,7 +11,6 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from queue_app.models import ReviewItem
-from tests.security.conftest import World
 from tests.security.ledger import rolled_back
 from tests.security.strategies import FUZZ, form, form_field, json_field, odd_characters
 from tests.security.test_fuzz_api import (  # noqa: F401
@@ -37,8 +36,10 @@ def _local(delta: timedelta) -> str:
 def test_the_hold_form_survives_hostile_posts(alice_client, world, stage, data):  # noqa: F811
     honest = data.draw(st.sampled_from(["honest", "forged"])) == "honest"
     item_id = world.held.pk if honest else data.draw(st.sampled_from(stage["item_ids"]))
-    token = str(world.held.lease_token) if honest else data.draw(
-        form_field(st.sampled_from(stage["tokens"]))
+    token = (
+        str(world.held.lease_token)
+        if honest
+        else data.draw(form_field(st.sampled_from(stage["tokens"])))
     )
     reason = data.draw(
         form_field(st.sampled_from(["awaiting_documents", "customer_contacted", "verified", "x"]))
@@ -87,8 +88,17 @@ def test_intake_deadline_fields_survive_hostile_requests(world, caller, data):  
     hostile = {
         "due_at": json_field(
             st.sampled_from(
-                ["2030-01-01T00:00:00", "soon", "", 1700000000, "9999-99-99T00:00:00Z", None,
-                 "2030-01-01T00:00:00+25:00", True, ["2030-01-01T00:00:00Z"]]
+                [
+                    "2030-01-01T00:00:00",
+                    "soon",
+                    "",
+                    1700000000,
+                    "9999-99-99T00:00:00Z",
+                    None,
+                    "2030-01-01T00:00:00+25:00",
+                    True,
+                    ["2030-01-01T00:00:00Z"],
+                ]
             )
         ),
         "sla_seconds": json_field(st.sampled_from([0, -1, 1.5, "60", 10**12, 2**63, True, 60])),
@@ -103,7 +113,7 @@ def test_intake_deadline_fields_survive_hostile_requests(world, caller, data):  
     auth, content_type = data.draw(AUTH), data.draw(CONTENT_TYPES)
     with rolled_back() as change:
         response = caller("POST", "/items", raw, auth=auth, content_type=content_type)
-    body = check_answer(response, change)
+    check_answer(response, change)
     tally(response)
     if response.status_code < 400:
         assert auth == "scoped"
@@ -119,8 +129,11 @@ def test_the_subject_list_survives_hostile_queries(world, caller, data):  # noqa
             st.lists(odd_characters, max_size=12).map("".join),
         )
     )
-    limit = data.draw(st.sampled_from(["", "&limit=1", "&limit=0", "&limit=101", "&limit=x",
-                                       "&limit=99999999999999999999"]))
+    limit = data.draw(
+        st.sampled_from(
+            ["", "&limit=1", "&limit=0", "&limit=101", "&limit=x", "&limit=99999999999999999999"]
+        )
+    )
     from urllib.parse import quote
 
     path = f"/items?subject_key={quote(key, safe='%')}{limit}"
