@@ -102,6 +102,7 @@ def leased_out(item: ReviewItem) -> dict[str, Any]:
         "lease_token": item.lease_token,
         "lease_expires": item.lease_expires,
         "lease_count": item.lease_count,
+        "due_at": item.due_at,
     }
 
 

@@ -306,6 +306,7 @@ class LeasedItem(Schema):
     lease_token: uuid.UUID
     lease_expires: datetime
     lease_count: int
+    due_at: datetime | None = Field(description="The deadline (null: none).")
 
 
 class LeaseOut(Schema):

@@ -108,3 +108,15 @@ def test_evidence_replacement_through_the_api_resumes_a_hold(api, queue, alice):
     reply = api.put(f"/items/{it.pk}/evidence", {"payload": {"documents": 2}})
     assert reply.status == 200
     assert reply.body["state"] == "pending" and reply.body["hold_until"] is None
+
+
+def test_a_leased_batch_carries_each_deadline_in_claim_order(api, queue):
+    now = timezone.now()
+    item(queue, "none")
+    late = item(queue, "late", due_at=now + timedelta(days=2))
+    soon = item(queue, "soon", due_at=now + timedelta(hours=1))
+    reply = api.post(f"/queues/{queue.slug}/leases", {"batch_size": 3, "lease_seconds": 30})
+    assert reply.status == 200
+    rows = reply.body["items"]
+    assert [row["id"] for row in rows][:2] == [soon.pk, late.pk]
+    assert rows[0]["due_at"] is not None and rows[2]["due_at"] is None
