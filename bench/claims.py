@@ -81,7 +81,7 @@ def load(queue_id: int, total: int) -> None:
                    -- Issue 15's order (priority, deadline, age): two items in three carry a
                    -- deadline, scattered over a week, so the claim's index walk meets both.
                    CASE WHEN g %% 3 = 0 THEN NULL
-                        ELSE now() + make_interval(secs => (g * 7919) %% 604800) END
+                        ELSE now() + make_interval(secs => (g::bigint * 7919) %% 604800) END
               FROM generate_series(1, %s) AS g
             """,
             [queue_id, total, total],
