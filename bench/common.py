@@ -124,8 +124,12 @@ def psycopg_errors() -> Any:
 
 
 def bench_database(base: str, *, smoke: bool) -> str:
-    """Return a scenario's scratch database name; a smoke run never touches a full run's."""
-    return f"{base}_smoke" if smoke else base
+    """Return a scenario's scratch database name; a smoke run never touches a full run's.
+
+    BENCH_DB_SUFFIX keeps runs from several worktrees on one server apart (e.g. "_clocks").
+    """
+    name = f"{base}_smoke" if smoke else base
+    return name + os.environ.get("BENCH_DB_SUFFIX", "")
 
 
 def scratch_database(dbname: str, *, fresh: bool = True) -> str:

@@ -19,7 +19,8 @@ class StaleLease(ReviewError):
     """A fenced write refused: the lease named is no longer the caller's.
 
     ``what`` says why, when it is known (services.explain_stale_lease reads the item's state
-    and events): released_by_you, taken, decided, decided_by_you, escalated, reopened, held.
+    and events): released_by_you, taken, decided, decided_by_you, escalated, reopened, held,
+    on_hold.
     """
 
     message = (
@@ -105,3 +106,15 @@ class AttachmentTooLarge(ReviewError):
     def __init__(self, message: str | None = None, limit_bytes: int = 0) -> None:
         super().__init__(message)
         self.limit_bytes = limit_bytes
+
+
+class InvalidHoldReason(ReviewError):
+    message = "That hold reason is not one of the hold reasons of this queue."
+
+
+class InvalidHoldTime(ReviewError):
+    message = "The resume time must be in the future and within the queue's maximum hold."
+
+
+class InvalidDeadline(ReviewError):
+    message = "The deadline is not valid: give due_at or sla_seconds, not both, in the future."

@@ -354,6 +354,51 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
     def escalate_abandoned(self, *, limit: int) -> list[dict[str, Any]]:
         return fetch_dicts(sql.ESCALATE_ABANDONED, {"limit": limit})
 
+    # -- holds and the subject's history (issue 15) --
+
+    def hold(
+        self,
+        *,
+        item_id: int,
+        lease_token: UUID,
+        owner_id: int,
+        reason_code: str,
+        hold_until: datetime,
+    ) -> dict[str, Any] | None:
+        rows = fetch_dicts(
+            sql.HOLD_ITEM,
+            {
+                "item_id": item_id,
+                "lease_token": lease_token,
+                "owner_id": owner_id,
+                "reason_code": reason_code,
+                "hold_until": hold_until,
+            },
+        )
+        return rows[0] if rows else None
+
+    def resume_held(
+        self, *, item_id: int, actor_id: int | None, cause: str
+    ) -> dict[str, Any] | None:
+        rows = fetch_dicts(
+            sql.RESUME_HELD_ITEM, {"item_id": item_id, "actor_id": actor_id, "cause": cause}
+        )
+        return rows[0] if rows else None
+
+    def subject_history(
+        self, *, subject_key: str, exclude_id: int, user_id: int, is_superuser: bool, limit: int
+    ) -> list[dict[str, Any]]:
+        return fetch_dicts(
+            sql.SUBJECT_HISTORY,
+            {
+                "subject_key": subject_key,
+                "exclude_id": exclude_id,
+                "owner_id": user_id,
+                "is_superuser": is_superuser,
+                "limit": limit,
+            },
+        )
+
 
 class DecisionManager(models.Manager["Decision"]):
     def insert(

@@ -41,6 +41,9 @@ class ItemState(models.TextChoices):
     PENDING = "pending", "Pending"
     LEASED = "leased", "Leased"
     DECIDED = "decided", "Decided"
+    # On hold, awaiting information, until hold_until: no claim takes it before then, and the
+    # first claim after takes it (sql._CLAIM, candidate set "resumed"). Issue 15.
+    HELD = "held", "On hold"
 
 
 class Queue(models.Model):
@@ -94,6 +97,25 @@ class Queue(models.Model):
         ),
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Deadlines and holds (issue 15; docs/architecture.md "Deadlines and holds").
+    default_sla = models.DurationField(
+        "default SLA",
+        null=True,
+        blank=True,
+        help_text=(
+            "Deadline for items that arrive without one (due_at = receipt + this). Empty: "
+            "such items have no deadline."
+        ),
+    )
+    sla_warning = models.DurationField(
+        "SLA warning window",
+        default=timedelta(hours=4),
+        help_text="Items due within this window count as at risk on the console and /ops/.",
+    )
+    max_hold = models.DurationField(
+        default=timedelta(days=7),
+        help_text="The longest a reviewer may put an item on hold in one go.",
+    )
 
     class Meta:
         ordering = ["slug"]
@@ -110,10 +132,43 @@ class Queue(models.Model):
             models.CheckConstraint(
                 condition=Q(release_skip__gte=timedelta(0)), name="queue_release_skip_not_negative"
             ),
+            models.CheckConstraint(
+                condition=Q(default_sla__isnull=True) | Q(default_sla__gt=timedelta(0)),
+                name="queue_default_sla_positive",
+            ),
+            models.CheckConstraint(
+                condition=Q(sla_warning__gte=timedelta(0)), name="queue_sla_warning_not_negative"
+            ),
+            models.CheckConstraint(
+                condition=Q(max_hold__gt=timedelta(0)), name="queue_max_hold_positive"
+            ),
         ]
 
     def __str__(self) -> str:
         return self.name
+
+
+class HoldReason(models.Model):
+    """Why an item waits (awaiting documents, customer contacted…): a closed set per queue."""
+
+    queue = models.ForeignKey(Queue, on_delete=models.PROTECT, related_name="hold_reasons")
+    code = models.SlugField(max_length=64)
+    label = models.CharField(max_length=200)
+    retired_at = models.DateTimeField(
+        null=True, blank=True, help_text="Retired reasons are not offered for new holds."
+    )
+
+    class Meta:
+        ordering = ["queue", "label"]
+        constraints = [
+            models.UniqueConstraint(fields=["queue", "code"], name="holdreason_unique_per_queue"),
+            # Target of the composite foreign key that keeps an item's hold reason in its own
+            # queue (migration 0012).
+            models.UniqueConstraint(fields=["id", "queue"], name="holdreason_id_queue"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.label} ({self.code})"
 
 
 class ReasonCode(models.Model):
@@ -285,6 +340,21 @@ class ReviewItem(models.Model):
     attachments = models.JSONField(
         default=dict, db_default=models.Value({}, output_field=models.JSONField()), blank=True
     )
+    # The deadline (issue 15): from intake (due_at, or sla_seconds from receipt), else the
+    # queue's default_sla; NULL = none. A hold pushes it back by exactly the time held
+    # (services/holds.py); an escalation item keeps its origin's.
+    due_at = models.DateTimeField(null=True, blank=True)
+    # While state = 'held': until when, since when, and why (a code of the item's queue).
+    hold_until = models.DateTimeField(null=True, blank=True)
+    held_at = models.DateTimeField(null=True, blank=True)
+    hold_reason = models.ForeignKey(
+        HoldReason, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    # The customer, account or merchant the item concerns: the item page lists the subject's
+    # other items (in queues the viewer may review).
+    subject_key = models.CharField(  # noqa: DJ001
+        max_length=200, null=True, blank=True
+    )
 
     objects = ReviewItemManager()
 
@@ -292,10 +362,30 @@ class ReviewItem(models.Model):
         indexes = [
             # Fresh work, in the order a claim takes it. Leased and decided rows are not in it,
             # so a claim never walks past live leases or history.
+            # Issue 15: priority, then the earliest deadline (NULL sorts last ascending, so
+            # items without one come after every dated item of their priority), then age.
             models.Index(
-                fields=["queue", "-priority", "created_at"],
+                fields=["queue", "-priority", "due_at", "created_at"],
                 name="item_pending_claim",
                 condition=Q(state="pending"),
+            ),
+            # Holds, soonest back first: a claim takes the due ones from here, no sweeper.
+            models.Index(
+                fields=["queue", "hold_until"],
+                name="item_held_until",
+                condition=Q(state="held"),
+            ),
+            # A subject's items, newest first (the item page's history, GET /items?subject_key=).
+            models.Index(
+                fields=["subject_key", "-created_at"],
+                name="item_subject_key",
+                condition=Q(subject_key__isnull=False),
+            ),
+            # Deadlines of open work, for the breach and at-risk counts (/ops/, console home).
+            models.Index(
+                fields=["queue", "due_at"],
+                name="item_open_due",
+                condition=Q(state__in=["pending", "leased", "held"], due_at__isnull=False),
             ),
             # Expired leases, oldest first, found at claim time without a sweeper.
             models.Index(
@@ -337,6 +427,23 @@ class ReviewItem(models.Model):
                 condition=Q(state="decided", decided_at__isnull=False)
                 | (~Q(state="decided") & Q(decided_at__isnull=True)),
                 name="item_decided_at_matches_state",
+            ),
+            # A held row names until when, since when and why; no other row carries them.
+            models.CheckConstraint(
+                condition=(
+                    Q(
+                        state="held",
+                        hold_until__isnull=False,
+                        held_at__isnull=False,
+                        hold_reason__isnull=False,
+                        hold_until__gt=models.F("held_at"),
+                    )
+                    | (
+                        ~Q(state="held")
+                        & Q(hold_until__isnull=True, held_at__isnull=True, hold_reason__isnull=True)
+                    )
+                ),
+                name="item_hold_columns_match_state",
             ),
             # Target of the composite foreign key from Decision (migration 0002).
             models.UniqueConstraint(fields=["id", "queue"], name="item_id_queue"),
@@ -542,6 +649,8 @@ class ItemEventKind(models.TextChoices):
     EVIDENCE_REPLACED = "evidence_replaced", "Evidence replaced"
     ATTACHMENT_PUT = "attachment_put", "Attachment added or replaced"
     ATTACHMENT_REVEALED = "attachment_revealed", "Sensitive image revealed"
+    HELD = "held", "Put on hold"
+    RESUMED = "resumed", "Back from hold"
 
 
 class ItemEvent(models.Model):

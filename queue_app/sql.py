@@ -91,28 +91,35 @@ RETURNING i.*
 """
 )
 
-# Claim up to %(limit)s items: expired leases first (oldest expiry), then fresh work by
-# priority and age. Safe because:
+# Claim up to %(limit)s items: expired leases first (oldest expiry), then holds whose time has
+# come (soonest back first), then fresh work by priority, earliest deadline (none last) and
+# age. Safe because:
 # - each candidate set is chosen with FOR UPDATE SKIP LOCKED, so concurrent claimers walk past
 #   rows another claimer is stamping instead of waiting on them or taking them twice;
 # - the candidate CTEs are MATERIALIZED and carry their LIMIT inside, so the planner cannot
 #   inline them into the UPDATE and re-run the scan (which could lock more rows than it claims);
-# - the expired and pending scans each use their own partial index (item_leased_expiry,
-#   item_pending_claim): live leases and decided history are never walked;
+# - the expired, held and pending scans each use their own partial index (item_leased_expiry,
+#   item_held_until, item_pending_claim): live leases, holds not yet due and decided history
+#   are never walked;
 # - the UPDATE re-checks nothing because the row lock is held from selection to stamp, and
 #   the new random token fences every later write by the previous holder.
 # Items already leased %(max_leases)s times are left for the escalation sweep.
 # Pending items the claimer released less than %(release_skip)s ago come last: they are taken
 # only when nothing else is pending for them (fresh, then skipped; both on item_pending_claim).
 # {gate} is a condition checked once, before anything is locked (see CLAIM_NEXT_ITEM).
-# The claimed/reclaimed events are written in the same statement (one round trip).
+# The claimed/reclaimed events (and a resumed event for a hold that ended) are written in the
+# same statement (one round trip).
+# Holds (issue 15): a held row is in no index but item_held_until, so no claim can take it
+# before hold_until; the first claim after it takes it, with no sweeper, exactly as an expired
+# lease is found. Its deadline was already pushed back by the whole hold when it was put on
+# hold (HOLD_ITEM), so nothing here touches due_at; the hold columns are cleared with the stamp.
 # Hand-off (issue 14): each candidate set passes over items whose excluded_reviewer_ids name
 # the claimer (they decided earlier in the item's escalation chain, or abandoned it before it
 # was moved), so the item goes to a second person; `<> ALL` of the empty list (every item
 # that is not an escalation) is true. A trigger refuses such a lease anyway (migration 0015).
 _CLAIM = """
 WITH expired AS MATERIALIZED (
-    SELECT id, lease_owner_id AS previous_owner_id
+    SELECT id, lease_owner_id AS previous_owner_id, NULL::timestamptz AS hold_ended
       FROM queue_app_reviewitem
      WHERE queue_id = %(queue_id)s AND state = 'leased' AND lease_expires < now()
        AND lease_count < %(max_leases)s
@@ -121,12 +128,27 @@ WITH expired AS MATERIALIZED (
      ORDER BY lease_expires
      LIMIT {limit}
        FOR UPDATE SKIP LOCKED
+), resumed AS MATERIALIZED (
+    -- Holds whose time has come, soonest back first (item_held_until). No lease_count filter:
+    -- a hold is not abandonment, and the escalation sweep never takes held rows.
+    SELECT id, previous_owner_id, hold_ended FROM (
+        SELECT id, NULL::bigint AS previous_owner_id, hold_until AS hold_ended
+          FROM queue_app_reviewitem
+         WHERE queue_id = %(queue_id)s AND state = 'held' AND hold_until <= now()
+           AND %(owner_id)s <> ALL (excluded_reviewer_ids)  -- hand-off
+           AND {gate}
+         ORDER BY hold_until
+         LIMIT {limit} - (SELECT count(*) FROM expired)
+           FOR UPDATE SKIP LOCKED
+    ) AS due_holds
+    LIMIT {limit}
 ), fresh AS MATERIALIZED (
     -- The outer LIMIT changes nothing but the planner's estimate: without it the UPDATE below
     -- is planned for "10%% of the pending rows" and joins them by a sequential scan.
     -- Rows this claimer released within the queue's release_skip are passed over here: a
     -- release means "not me, not now", so others get them first (see skipped, below).
-    SELECT id, previous_owner_id FROM (
+    -- Order = item_pending_claim's: priority, earliest deadline (NULL last), age.
+    SELECT id, previous_owner_id, NULL::timestamptz AS hold_ended FROM (
         SELECT id, NULL::bigint AS previous_owner_id
           FROM queue_app_reviewitem
          WHERE queue_id = %(queue_id)s AND state = 'pending'
@@ -135,15 +157,15 @@ WITH expired AS MATERIALIZED (
            AND (released_by_id IS DISTINCT FROM %(owner_id)s
                 OR released_at <= now() - %(release_skip)s::interval)
            AND {gate}
-         ORDER BY priority DESC, created_at
-         LIMIT {limit} - (SELECT count(*) FROM expired)
+         ORDER BY priority DESC, due_at, created_at
+         LIMIT {limit} - (SELECT count(*) FROM expired) - (SELECT count(*) FROM resumed)
            FOR UPDATE SKIP LOCKED
     ) AS unclaimed
     LIMIT {limit}
 ), skipped AS MATERIALIZED (
     -- The claimer's own recent releases, only when nothing else was found: LIMIT 0 (the usual
     -- case) returns before the index is read at all. Same partial index, same order.
-    SELECT id, previous_owner_id FROM (
+    SELECT id, previous_owner_id, NULL::timestamptz AS hold_ended FROM (
         SELECT id, NULL::bigint AS previous_owner_id
           FROM queue_app_reviewitem
          WHERE queue_id = %(queue_id)s AND state = 'pending'
@@ -151,29 +173,38 @@ WITH expired AS MATERIALIZED (
            AND %(owner_id)s <> ALL (excluded_reviewer_ids)  -- hand-off
            AND released_by_id = %(owner_id)s AND released_at > now() - %(release_skip)s::interval
            AND {gate}
-         ORDER BY priority DESC, created_at
-         LIMIT {limit} - (SELECT count(*) FROM expired) - (SELECT count(*) FROM fresh)
+         ORDER BY priority DESC, due_at, created_at
+         LIMIT {limit} - (SELECT count(*) FROM expired) - (SELECT count(*) FROM resumed)
+               - (SELECT count(*) FROM fresh)
            FOR UPDATE SKIP LOCKED
     ) AS released_by_me
     LIMIT {limit}
 ), picked AS (
-    SELECT id, previous_owner_id FROM expired
+    SELECT id, previous_owner_id, hold_ended FROM expired
     UNION ALL
-    SELECT id, previous_owner_id FROM fresh
+    SELECT id, previous_owner_id, hold_ended FROM resumed
     UNION ALL
-    SELECT id, previous_owner_id FROM skipped
+    SELECT id, previous_owner_id, hold_ended FROM fresh
+    UNION ALL
+    SELECT id, previous_owner_id, hold_ended FROM skipped
 ), claimed AS (
     UPDATE queue_app_reviewitem AS i
        SET state = 'leased',
            lease_owner_id = %(owner_id)s,
            lease_token = gen_random_uuid(),
            lease_expires = now() + %(ttl)s,
-           lease_count = i.lease_count + 1
+           lease_count = i.lease_count + 1,
+           hold_until = NULL, held_at = NULL, hold_reason_id = NULL
       FROM picked
      WHERE i.id = picked.id AND i.queue_id = %(queue_id)s  -- one shard (docs/scaling.md)
- RETURNING i.*, picked.previous_owner_id
+ RETURNING i.*, picked.previous_owner_id, picked.hold_ended
 ), events AS (
+    -- A hold that ended is recorded as resumed (back at hold_until, by no one) before the claim.
     INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
+    SELECT id, 'resumed', NULL, now(),
+           jsonb_build_object('cause', 'hold_ended', 'back_at', hold_ended, 'due_at', due_at)
+      FROM claimed WHERE hold_ended IS NOT NULL
+    UNION ALL
     SELECT id,
            CASE WHEN previous_owner_id IS NULL THEN 'claimed' ELSE 'reclaimed' END,
            %(owner_id)s, now(),
@@ -181,7 +212,7 @@ WITH expired AS MATERIALIZED (
                               'previous_owner_id', previous_owner_id)
       FROM claimed
 )
-SELECT * FROM claimed ORDER BY priority DESC, created_at
+SELECT * FROM claimed ORDER BY priority DESC, due_at, created_at
 """
 
 # A batch for an automated worker (the API): up to %(limit)s items, no gate (the service checks
@@ -574,4 +605,102 @@ DISTRIBUTED_TABLES = (
     "queue_app_effectjob",
     "queue_app_applieddecision",
     "queue_app_itemevent",
+)
+
+# -- deadlines, holds and the subject's history (issue 15) ---------------------------------------
+# The deadline rule: the clock pauses while an item is held. HOLD_ITEM pushes due_at back by the
+# whole hold (hold_until - now) when the hold starts, so a held item's due_at is already the
+# deadline it will have when it comes back, and the claim that takes it back touches nothing.
+# A hold ended early (RESUME_HELD_ITEM, on evidence replacement) gives the unused part back.
+# Either way due_at moves by exactly the time the item spent on hold.
+
+# Put a leased item on hold, fenced by its token like every write of a holder: zero rows means
+# the lease is no longer the caller's (StaleLease) or the resume time is outside
+# (now, now + the queue's max_hold] (the service checks that first, to say which). The reason
+# is looked up among the queue's active hold codes; a code outside that set gives NULL, which
+# item_hold_columns_match_state refuses, so nothing is written (InvalidHoldReason). The lease
+# that ends in a hold is not counted towards abandonment (lease_count goes back down by one).
+# The held event records the deadline before and after, for the timeline.
+HOLD_ITEM = """
+WITH held AS (
+    UPDATE queue_app_reviewitem AS i
+       SET state = 'held',
+           lease_owner_id = NULL, lease_token = NULL, lease_expires = NULL,
+           hold_until = %(hold_until)s, held_at = now(),
+           hold_reason_id = (SELECT r.id FROM queue_app_holdreason AS r
+                              WHERE r.queue_id = i.queue_id AND r.code = %(reason_code)s
+                                AND r.retired_at IS NULL),
+           due_at = i.due_at + (%(hold_until)s::timestamptz - now()),
+           lease_count = greatest(i.lease_count - 1, 0)
+      FROM queue_app_queue AS q
+     WHERE i.id = %(item_id)s AND i.state = 'leased'
+       AND i.lease_token = %(lease_token)s AND i.lease_owner_id = %(owner_id)s
+       AND q.id = i.queue_id
+       AND %(hold_until)s::timestamptz > now()
+       AND %(hold_until)s::timestamptz <= now() + q.max_hold
+ RETURNING i.id, i.hold_until, i.held_at, i.due_at, i.hold_reason_id
+), events AS (
+    INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
+    SELECT id, 'held', %(owner_id)s, now(),
+           jsonb_build_object('reason_code', %(reason_code)s::text, 'hold_until', hold_until,
+                              'due_at_before', due_at - (hold_until - held_at),
+                              'due_at', due_at)
+      FROM held
+)
+SELECT * FROM held
+"""
+
+# Bring a held item back to the queue now (its evidence was replaced: what it waited for has
+# arrived), giving back the part of the hold not used. A hold already past its time (due, not
+# yet claimed) used all of it: due_at stays. The caller holds the row lock (replace_evidence's
+# SELECT FOR UPDATE), so "old" is the row as it is; zero rows means it was not held.
+RESUME_HELD_ITEM = """
+WITH resumed AS (
+    UPDATE queue_app_reviewitem AS i
+       SET state = 'pending',
+           due_at = i.due_at - greatest(i.hold_until - now(), interval '0'),
+           hold_until = NULL, held_at = NULL, hold_reason_id = NULL
+      FROM queue_app_reviewitem AS old
+     WHERE i.id = %(item_id)s AND i.state = 'held' AND old.id = i.id
+ RETURNING i.id, i.due_at, old.due_at AS due_at_before, old.hold_until, old.held_at
+), events AS (
+    INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
+    SELECT id, 'resumed', %(actor_id)s, now(),
+           jsonb_build_object('cause', %(cause)s::text, 'hold_until', hold_until,
+                              'due_at_before', due_at_before, 'due_at', due_at)
+      FROM resumed
+)
+SELECT * FROM resumed
+"""
+
+# The other items of one subject, newest first, in queues the viewer may review (the one
+# access rule, _MAY_REVIEW, per row), each with its standing decision (the last of its
+# supersede chain: the highest decision id of the item) and that decision's reason and author.
+# One statement on item_subject_key; the LIMIT bounds both the rows and the access checks'
+# work to the subject's own items. %(exclude_id)s is the item being shown (0: none).
+SUBJECT_HISTORY = (
+    """
+SELECT i.id, i.state, i.subject, i.created_at, i.decided_at, i.due_at, i.queue_id,
+       q.slug AS queue_slug, q.name AS queue_name,
+       s.verdict, s.reason_code, s.reason_label, s.reviewer, s.decided_on
+  FROM queue_app_reviewitem AS i
+  JOIN queue_app_queue AS q ON q.id = i.queue_id
+  LEFT JOIN LATERAL (
+        SELECT coalesce(d.corrected_verdict, d.verdict) AS verdict, r.code AS reason_code,
+               r.label AS reason_label,
+               coalesce(d.reviewer_username, u.username) AS reviewer, d.created_at AS decided_on
+          FROM queue_app_decision AS d
+          JOIN queue_app_reasoncode AS r ON r.id = d.reason_code_id
+          JOIN auth_user AS u ON u.id = d.reviewer_id
+         WHERE d.item_id = i.id
+         ORDER BY d.id DESC
+         LIMIT 1
+       ) AS s ON true
+ WHERE i.subject_key = %(subject_key)s AND i.id <> %(exclude_id)s
+   AND """
+    + _MAY_REVIEW.format(queue="i.queue_id")
+    + """
+ ORDER BY i.created_at DESC
+ LIMIT %(limit)s
+"""
 )

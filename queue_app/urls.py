@@ -25,4 +25,5 @@ urlpatterns = [
         attachments.attachment_reveal,
         name="item-attachment-reveal",
     ),
+    path("items/<int:item_id>/hold/", views.item_hold, name="item-hold"),
 ]

@@ -15,6 +15,7 @@ from queue_app.admin.filters import (
 from queue_app.admin.forms import QueueForm, ReasonCodeForm, reason_code_in_use
 from queue_app.models import (
     EvidenceRule,
+    HoldReason,
     Queue,
     ReasonCode,
 )
@@ -27,6 +28,15 @@ class EvidenceRuleInline(admin.TabularInline):
     extra = 0
     fields = ("path", "test", "value", "message")
     verbose_name = "evidence warning rule"
+
+
+class HoldReasonInline(admin.TabularInline):
+    """Why an item may wait (issue 15): the closed set a reviewer picks from when holding."""
+
+    model = HoldReason
+    extra = 0
+    fields = ("code", "label", "retired_at")
+    verbose_name = "hold reason"
 
 
 @admin.register(Queue)
@@ -44,12 +54,13 @@ class QueueAdmin(admin.ModelAdmin):
     list_select_related = ("escalation_queue",)
     search_fields = ("slug", "name")
     filter_horizontal = ("reviewer_groups",)
-    inlines = (EvidenceRuleInline,)
+    inlines = (EvidenceRuleInline, HoldReasonInline)
     fieldsets = (
         (None, {"fields": ("slug", "name", "description")}),
         ("Leases", {"fields": ("lease_ttl", "max_in_flight", "release_skip")}),
         ("Evidence", {"fields": ("sensitive",)}),
         ("Escalation", {"fields": ("escalation_threshold", "escalation_queue")}),
+        ("Deadlines and holds", {"fields": ("default_sla", "sla_warning", "max_hold")}),
         ("Effect", {"fields": ("effect", "webhook_url", "webhook_secret_env")}),
         ("Access", {"fields": ("reviewer_groups",)}),
     )

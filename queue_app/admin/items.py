@@ -47,7 +47,9 @@ class ReviewItemAdmin(ReadOnlyAdmin):
     list_filter = ("queue", "state", LeaseCountFilter, AgeFilter)
     # Searched by get_search_results below: listed here so the admin shows the search box.
     search_fields = ("subject",)
-    search_help_text = "Subject (contains), idempotency key (exact) or trace id."
+    search_help_text = (
+        "Subject (contains), idempotency key (exact), subject key (exact) or trace id."
+    )
     ordering = ("-id",)
     # Filtered pages skip a second count(*) over the whole 100k+ table ("of N total").
     show_full_result_count = False
@@ -73,6 +75,10 @@ class ReviewItemAdmin(ReadOnlyAdmin):
             {"fields": ("lease_owner", "lease_expires", "lease_count", "decided_at")},
         ),
         ("Escalation hand-off", {"fields": ("hand_off",)}),
+        (
+            "Deadline and hold",
+            {"fields": ("subject_key", "due_at", "hold_until", "held_at", "hold_reason")},
+        ),
     )
     readonly_fields = ("evidence", "hand_off")
 
@@ -92,6 +98,10 @@ class ReviewItemAdmin(ReadOnlyAdmin):
         by_key = queryset.filter(idempotency_key=term)
         if by_key.exists():
             return by_key, False
+        # A subject key (issue 15) likewise, on item_subject_key: all of one customer's items.
+        by_subject = queryset.filter(subject_key=term)
+        if by_subject.exists():
+            return by_subject, False
         return queryset.filter(subject__icontains=term), False
 
     class Media:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from queue_app.datetimes import local_text
 from queue_app.jsonutil import exact_dumps
 from queue_app.models import (
     AppliedDecision,
@@ -86,6 +87,10 @@ def _event_entry(event: ItemEvent, queues: dict[int, str]) -> Entry:
         )
     elif event.kind == ItemEventKind.CREATED and "priority" in detail:
         details.append(f"Priority {detail['priority']}.")
+        if detail.get("due_at"):
+            details.append(f"Due {_moment(detail['due_at'])}.")
+    elif event.kind in (ItemEventKind.HELD, ItemEventKind.RESUMED):
+        details += _hold_details(event.kind, detail)
     elif event.kind == ItemEventKind.ATTACHMENT_PUT:
         replaced = detail.get("previous_sha256")
         details.append(
@@ -212,3 +217,36 @@ def pretty_json(value: Any, indent: int = 0) -> str:
         body = ",\n".join(f"{inner}{pretty_json(v, indent + 1)}" for v in value)
         return "[\n" + body + "\n" + pad + "]"
     return exact_dumps(value)
+
+
+# -- holds and deadlines (issue 15) ---------------------------------------------------------------
+
+
+def _moment(text: Any) -> str:
+    """An ISO timestamp from an event's detail, shown as every page shows a moment."""
+    try:
+        return local_text(datetime.fromisoformat(str(text)))
+    except ValueError:
+        return str(text)
+
+
+def _hold_details(kind: str, detail: dict[str, Any]) -> list[str]:
+    """Say what a hold or resume did, and how the deadline moved (the clock pauses on hold)."""
+    lines = []
+    if kind == ItemEventKind.HELD:
+        reason, until = detail.get("reason_code", "?"), _moment(detail.get("hold_until"))
+        lines.append(f"Waiting for: {reason}; back by {until}.")
+    else:
+        cause = {
+            "hold_ended": "its hold time came",
+            "evidence_replaced": "its evidence was replaced",
+        }.get(detail.get("cause", ""), detail.get("cause", "?"))
+        lines.append(f"Back in the queue: {cause}.")
+    before, after = detail.get("due_at_before"), detail.get("due_at")
+    if before and after and before != after:
+        lines.append(
+            f"Deadline moved from {_moment(before)} to {_moment(after)} (paused while held)."
+        )
+    elif after:
+        lines.append(f"Deadline {_moment(after)}.")
+    return lines

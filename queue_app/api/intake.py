@@ -5,14 +5,24 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest
+from django.utils import timezone
 from ninja import Router, Status
 from ninja.decorators import decorate_view
 
 from queue_app import errors, services
 from queue_app.api.auth import client_of, find_queue, require_queue, require_scope, visible_item
 from queue_app.api.failures import ApiProblem, limit_body, refusals, responses
-from queue_app.api.render import item_out
-from queue_app.api.schemas import EvidenceIn, ItemId, ItemIn, ItemOut
+from queue_app.api.render import item_out, subject_item_out
+from queue_app.api.schemas import (
+    SUBJECT_LIST_LIMIT,
+    EvidenceIn,
+    ItemId,
+    ItemIn,
+    ItemOut,
+    SubjectItemsOut,
+    SubjectKey,
+    bounded_int,
+)
 from queue_app.models import ApiScope
 
 router = Router(tags=["intake"])
@@ -21,7 +31,10 @@ router = Router(tags=["intake"])
 @router.post(
     "/items",
     response=responses({200: ItemOut, 201: ItemOut}, 403, 409, 413),
-    openapi_extra=refusals(unknown_queue="there is no queue with the slug in `queue`."),
+    openapi_extra=refusals(
+        unknown_queue="there is no queue with the slug in `queue`.",
+        invalid_deadline="both `due_at` and `sla_seconds` were given.",
+    ),
     summary="Push an item into a queue (idempotent per client, queue and key)",
 )
 @decorate_view(limit_body)
@@ -30,7 +43,9 @@ def create_item(request: HttpRequest, body: ItemIn) -> Status[dict[str, Any]]:
 
     Keys are this client's own, per queue: another client's identical key names another item.
     The same key with a different source_hash is a 409 (naming the item only while it is in a
-    queue this client may see). An unknown queue is a 422.
+    queue this client may see). An unknown queue is a 422. The deadline is due_at, or
+    sla_seconds from receipt, or the queue's default SLA; both at once is a 422
+    invalid_deadline.
     """
     client = client_of(request)
     require_scope(client, ApiScope.INTAKE)
@@ -52,6 +67,9 @@ def create_item(request: HttpRequest, body: ItemIn) -> Status[dict[str, Any]]:
         priority=body.priority,
         trace_id=body.trace_id,
         client=client,
+        due_at=body.due_at,
+        sla_seconds=body.sla_seconds,
+        subject_key=body.subject_key,
     )
     if created:
         # jsonb normalises what it stores (-0.0 is 0.0, 1E+2 is 100, keys shortest first):
@@ -66,7 +84,7 @@ def create_item(request: HttpRequest, body: ItemIn) -> Status[dict[str, Any]]:
     "/items/{item_id}/evidence",
     response=responses({200: ItemOut}, 403, 404, 409, 413),
     openapi_extra=refusals(),
-    summary="Replace the evidence of a pending or leased item",
+    summary="Replace the evidence of a pending, leased or held item (a hold ends at once)",
 )
 @decorate_view(limit_body)
 def replace_evidence(request: HttpRequest, item_id: ItemId, body: EvidenceIn) -> dict[str, Any]:
@@ -97,3 +115,28 @@ def get_item(request: HttpRequest, item_id: ItemId) -> dict[str, Any]:
     if not (client.can_intake or client.can_adjudicate):
         raise errors.NotPermitted("This API client has no scope.")
     return item_out(visible_item(client, item_id), client)
+
+
+@router.get(
+    "/items",
+    response=responses({200: SubjectItemsOut}, 403),
+    openapi_extra=refusals(),
+    tags=["items"],
+    summary="A subject's items, newest first, in the queues this client is granted",
+)
+def list_items(
+    request: HttpRequest,
+    subject_key: SubjectKey,
+    limit: bounded_int(*SUBJECT_LIST_LIMIT, strict=False) = 20,  # type: ignore[valid-type]
+) -> dict[str, Any]:
+    """List the items of one subject_key (the customer, account or merchant), newest first.
+
+    Items in queues this client is not granted are left out, never counted (issue 15): the
+    same access rule as every other endpoint, applied in the one query.
+    """
+    client = client_of(request)
+    if not (client.can_intake or client.can_adjudicate):
+        raise errors.NotPermitted("This API client has no scope.")
+    rows = services.subject_history(subject_key=subject_key, user=client.user, limit=limit)
+    now = timezone.now()
+    return {"subject_key": subject_key, "items": [subject_item_out(row, now) for row in rows]}

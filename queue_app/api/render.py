@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.utils import timezone
 
 from queue_app import services
 from queue_app.evidence import attachments_of, item_evidence_hash
@@ -69,6 +70,12 @@ def item_out(item: ReviewItem, client: ApiClient) -> dict[str, Any]:
         "priority": item.priority,
         "payload": item.payload,
         "evidence_hash": item_evidence_hash(item),
+        "due_at": item.due_at,
+        "breached": services.is_breached(
+            due_at=item.due_at, now=timezone.now(), decided_at=item.decided_at
+        ),
+        "subject_key": item.subject_key,
+        "hold_until": item.hold_until,
         "idempotency_key": item.idempotency_key,
         "source_hash": item.source_hash,
         "trace_id": item.trace_id,
@@ -136,4 +143,24 @@ def leased_out(item: ReviewItem) -> dict[str, Any]:
         "lease_token": item.lease_token,
         "lease_expires": item.lease_expires,
         "lease_count": item.lease_count,
+        "due_at": item.due_at,
+    }
+
+
+def subject_item_out(row: dict[str, Any], now: Any) -> dict[str, Any]:
+    """Render one row of services.subject_history for GET /items?subject_key= (issue 15)."""
+    return {
+        "id": row["id"],
+        "queue": row["queue_slug"],
+        "state": row["state"],
+        "subject": row["subject"],
+        "created_at": row["created_at"],
+        "due_at": row["due_at"],
+        "breached": services.is_breached(
+            due_at=row["due_at"], now=now, decided_at=row["decided_at"]
+        ),
+        "decided_at": row["decided_at"],
+        "standing_outcome": row["verdict"],
+        "reason_code": row["reason_code"],
+        "reviewer": row["reviewer"],
     }

@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import AfterValidator, Field, Strict, WithJsonSchema
+from pydantic import AfterValidator, AwareDatetime, Field, Strict, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 from queue_app.jsonutil import MAX_NUMBER_DIGITS, number_from_text, number_in_bounds
@@ -175,6 +175,11 @@ ItemId = bounded_int(*ITEM_ID, strict=False)  # a path parameter
 Priority = bounded_int(*PRIORITY)
 BatchSize = bounded_int(*BATCH_SIZE)
 LeaseSeconds = bounded_int(*LEASE_SECONDS)
+# Deadlines and subjects (issue 15).
+SLA_SECONDS = (1, 5 * 365 * 24 * 3600)
+SlaSeconds = bounded_int(*SLA_SECONDS)
+SubjectKey = text(1, 200)
+SUBJECT_LIST_LIMIT = (1, 100)
 
 
 # -- errors -------------------------------------------------------------------------------------
@@ -201,6 +206,19 @@ class ItemIn(Schema):
     idempotency_key: IdempotencyKey
     source_hash: SourceHash
     trace_id: uuid.UUID | None = None
+    due_at: AwareDatetime | None = Field(
+        None,
+        description="The deadline, with its time zone. Give this or sla_seconds, not both; "
+        "neither: the queue's default SLA, if it has one.",
+    )
+    sla_seconds: SlaSeconds | None = Field(
+        None, description="The deadline as seconds from receipt (instead of due_at)."
+    )
+    subject_key: SubjectKey | None = Field(
+        None,
+        description="The customer, account or merchant the item concerns: reviewers see the "
+        "subject's other items, and GET /items?subject_key= lists them.",
+    )
 
 
 class EvidenceIn(Schema):
@@ -279,11 +297,20 @@ class AttachmentOut(Schema):
 class ItemOut(Schema):
     id: int
     queue: str
-    state: Literal["pending", "leased", "decided"]
+    state: Literal["pending", "leased", "decided", "held"]
     subject: str
     priority: int
     payload: StoredPayload
     evidence_hash: str
+    due_at: datetime | None = Field(
+        description="The deadline (null: none); pushed back by the time the item spent on hold."
+    )
+    breached: bool = Field(
+        description="Whether the deadline passed before the item was decided (or, still "
+        "open, before now)."
+    )
+    subject_key: str | None
+    hold_until: datetime | None = Field(description="While on hold: when it comes back.")
     idempotency_key: str | None = Field(
         description="As sent by the client that pushed the item; null for an escalation item."
     )
@@ -329,6 +356,7 @@ class LeasedItem(Schema):
     lease_token: uuid.UUID
     lease_expires: datetime
     lease_count: int
+    due_at: datetime | None = Field(description="The deadline (null: none).")
 
 
 class LeaseOut(Schema):
@@ -352,3 +380,27 @@ class ReleaseIn(Schema):
 class ReleaseOut(Schema):
     id: int
     state: Literal["pending", "leased", "decided"]
+
+
+# -- the subject's items (issue 15) ----------------------------------------------------------------
+
+
+class SubjectItemOut(Schema):
+    id: int
+    queue: str
+    state: Literal["pending", "leased", "decided", "held"]
+    subject: str
+    created_at: datetime
+    due_at: datetime | None
+    breached: bool
+    decided_at: datetime | None
+    standing_outcome: Literal["approve", "reject", "escalate"] | None
+    reason_code: str | None
+    reviewer: str | None
+
+
+class SubjectItemsOut(Schema):
+    subject_key: str
+    items: list[SubjectItemOut] = Field(
+        description="Newest first; only items in queues this client is granted."
+    )

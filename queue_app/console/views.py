@@ -24,7 +24,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from queue_app.console import clocks
 from queue_app.console.attachment_cards import attachment_cards
+from queue_app.console.clocks import home_deadline_counts, item_page_extras
 from queue_app.console.evidence import evidence_view
 from queue_app.errors import (
     EvidenceChanged,
@@ -155,7 +157,9 @@ def home(request: HttpRequest) -> HttpResponse:
     backlog = {
         row["queue_id"]: row
         for row in ReviewItem.objects.filter(
-            Q(state=ItemState.PENDING) | Q(state=ItemState.LEASED, lease_expires__lt=now),
+            Q(state=ItemState.PENDING)
+            | Q(state=ItemState.LEASED, lease_expires__lt=now)
+            | Q(state=ItemState.HELD, hold_until__lte=now),  # back from hold, not yet claimed
             queue_id__in=[q.pk for q in queues],
         )
         # Hand-off (issue 14): an escalation this user may not take is not waiting for them.
@@ -183,6 +187,7 @@ def home(request: HttpRequest) -> HttpResponse:
         queue.waiting_count = row.get("waiting", 0)
         queue.oldest_pending = row.get("oldest")
         queue.my_lease = by_queue.get(queue.pk)
+    home_deadline_counts(queues, now)  # breached / due soon per queue (issue 15)
     return render(
         request,
         "console/home.html",
@@ -270,6 +275,8 @@ def _render_item_page(
         "attachments": attachment_cards(request, item),
     }
     context.update(_handoff_context(request, item))
+    # Deadline, hold and the subject's other items (issue 15: console/clocks.py).
+    context.update(item_page_extras(request, item, mine=mine, now=now))
     if mine:
         # The hash of exactly what this page renders, from the row as loaded above.
         shown = item_evidence_hash(item)
@@ -434,3 +441,10 @@ def item_renew(request: HttpRequest, item_id: int) -> HttpResponse:
         )
     messages.info(request, f"Your lease on item #{item.pk} was renewed.")
     return redirect(reverse("item", kwargs={"item_id": item.pk}))
+
+
+@post_only
+@console_view
+def item_hold(request: HttpRequest, item_id: int) -> HttpResponse:
+    """Put an item I hold on hold (issue 15; the work is in console/clocks.py)."""
+    return clocks.item_hold(request, item_id)

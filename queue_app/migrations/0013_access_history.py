@@ -26,7 +26,7 @@ class Migration(migrations.Migration):
         ('auth', '0012_alter_user_first_name_max_length'),
         ('otp_static', '0003_add_timestamps'),
         ('otp_totp', '0003_add_timestamps'),
-        ('queue_app', '0010_sealed_chain'),
+        ('queue_app', '0012_clocks'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from queue_app.managers import fetch_dicts
 from queue_app.ops import sql
+from queue_app.ops.clocks import read_sla
 from queue_app.ops.figures import (
     BLOCKED_SHOWN,
     LEASE_LEAK_RATIO,
@@ -241,5 +242,28 @@ def run_checks(thresholds: Thresholds | None = None) -> list[CheckResult]:
         lambda: check_unapplied(t, figures),
         lambda: check_blocked_effects(t),
         lambda: check_bloat(t),
+        lambda: check_sla_breach(t),
     ]
     return [check() for check in checks]
+
+
+def check_sla_breach(t: Thresholds) -> CheckResult:
+    """SLA_BREACH: no open item is past its deadline (issue 15; items on hold are paused)."""
+    breached = [
+        {"queue": f.slug, "breached": f.breached, "at_risk": f.at_risk}
+        for f in read_sla()
+        if f.breached
+    ]
+    if not breached:
+        return CheckResult("SLA_BREACH", True, "No open item is past its deadline.")
+    return CheckResult(
+        "SLA_BREACH",
+        False,
+        "Open items are past their deadline: "
+        + ", ".join(f"{b['queue']} ({b['breached']})" for b in breached),
+        details=breached,
+        advice="Next item already takes the earliest deadline first within a priority: if "
+        "breaches grow, the queue needs more reviewers or its default SLA is shorter than the "
+        "work takes. Items waiting on the customer should be put on hold (the deadline pauses) "
+        "rather than left open; raise the priority of the breached items if they must go first.",
+    )

@@ -15,6 +15,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
+from queue_app.ops.clocks import SLA_WINDOW_HOURS, SlaFigures, read_sla
 from queue_app.ops.figures import OpsSnapshot, read_snapshot
 
 PREFIX = "reviewconsole"
@@ -130,4 +131,45 @@ def exposition(*, accept: str = "", snapshot: OpsSnapshot | None = None) -> tupl
     encoder, content_type = choose_encoder(accept)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SnapshotCollector(snapshot or read_snapshot(blocked=False)))
+    registry.register(SlaCollector(read_sla()))  # deadlines and holds (issue 15)
     return encoder(registry), content_type
+
+
+class SlaCollector(Collector):
+    """Deadline and hold gauges per queue (issue 15; queue_app/ops/clocks.py)."""
+
+    def __init__(self, figures: list[SlaFigures]) -> None:
+        self.figures = figures
+
+    def collect(self) -> Iterator[Metric]:
+        q = ["queue"]
+        breached = _gauge("items_breached", "Open items past their deadline.", q)
+        at_risk = _gauge(
+            "items_at_risk", "Open items due within the queue's SLA warning window.", q
+        )
+        on_hold = _gauge("items_on_hold", "Items on hold, not yet due back.", q)
+        oldest_hold = _gauge(
+            "oldest_hold_age_seconds", "How long the oldest hold has lasted (0 when none).", q
+        )
+        late = _gauge(
+            "decisions_after_deadline_window",
+            f"Reviewer verdicts after the item's deadline in the last {SLA_WINDOW_HOURS} hours.",
+            q,
+        )
+        ttd = _gauge(
+            "time_to_deadline_at_decision_seconds",
+            f"Time left to the deadline when decided, last {SLA_WINDOW_HOURS} hours "
+            "(negative: late).",
+            ["queue", "quantile"],
+        )
+        for f in self.figures:
+            label = [f.slug]
+            breached.add_metric(label, f.breached)
+            at_risk.add_metric(label, f.at_risk)
+            on_hold.add_metric(label, f.on_hold)
+            oldest_hold.add_metric(label, _secs(f.oldest_hold_age))
+            late.add_metric(label, f.decided_late)
+            for quantile, value in (("0.5", f.ttd_p50), ("0.9", f.ttd_p90)):
+                if value is not None:
+                    ttd.add_metric([f.slug, quantile], value.total_seconds())
+        yield from (breached, at_risk, on_hold, oldest_hold, late, ttd)

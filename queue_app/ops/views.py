@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from queue_app.datetimes import zone_abbreviation
 from queue_app.ops.charts import Bar, bar_chart, share_bar
+from queue_app.ops.clocks import SLA_WINDOW_HOURS, read_sla, sla_rows
 from queue_app.ops.figures import (
     LEASE_LEAK_RATIO,
     MIN_SAMPLES_FOR_TTL,
@@ -111,6 +112,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     # Aggregates over many rows that tolerate seconds of lag: the replica's, if there is one.
     with replica_reads():
         snapshot: OpsSnapshot = read_snapshot()
+        sla = read_sla()  # deadlines and holds (issue 15)
     context = {
         **admin.site.each_context(request),
         "is_nav_sidebar_enabled": False,
@@ -125,6 +127,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "min_samples": MIN_SAMPLES_FOR_TTL,
         "headroom": TTL_HEADROOM,
         "zone": zone_abbreviation(),
+        "sla_rows": sla_rows(sla),
+        "sla_window_hours": SLA_WINDOW_HOURS,
     }
     return render(request, "ops/dashboard.html", context)
 

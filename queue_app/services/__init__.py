@@ -15,6 +15,7 @@ from queue_app.services.attachments import (
     put_attachment,
     record_reveal,
 )
+from queue_app.services.deadlines import deadline_words, initial_due_at, is_breached
 from queue_app.services.decisions import (
     find_completed_decision,
     four_eyes_refusal,
@@ -27,6 +28,7 @@ from queue_app.services.decisions import (
 )
 from queue_app.services.escalation import escalate_abandoned, open_escalation
 from queue_app.services.handoff import handoff_refusal, item_handoff
+from queue_app.services.holds import hold_item, hold_reasons_for, resume_hold
 from queue_app.services.intake import create_item, replace_evidence
 from queue_app.services.leases import (
     BATCH_SIZE_RANGE,
@@ -38,22 +40,29 @@ from queue_app.services.leases import (
     renew_lease,
 )
 from queue_app.services.outbox import retry_effect_job
+from queue_app.services.subjects import SUBJECT_HISTORY_LIMIT, subject_history
 
 __all__ = [
     "BATCH_SIZE_RANGE",
     "BATCH_TTL_RANGE",
     "NOTE_MAX_LENGTH",
+    "SUBJECT_HISTORY_LIMIT",
     "User",
     "attachment_by_digest",
     "claim_batch",
     "claim_next",
     "create_item",
     "database_now",
+    "deadline_words",
     "escalate_abandoned",
     "explain_stale_lease",
     "find_completed_decision",
     "four_eyes_refusal",
     "handoff_refusal",
+    "hold_item",
+    "hold_reasons_for",
+    "initial_due_at",
+    "is_breached",
     "item_decisions",
     "item_handoff",
     "open_attachment",
@@ -66,9 +75,11 @@ __all__ = [
     "release_lease",
     "renew_lease",
     "replace_evidence",
+    "resume_hold",
     "retry_effect_job",
     "standing_decision",
     "standing_outcome",
+    "subject_history",
     "submit_decision",
     "user_can_review",
 ]

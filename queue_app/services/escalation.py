@@ -53,6 +53,9 @@ def open_escalation(*, decision: Decision, target: Queue) -> tuple[ReviewItem, b
                     trace_id=origin.trace_id,
                     escalated_from=origin,
                     escalated_by_decision=decision,
+                    # The original deadline stands (issue 15): escalating buys no time.
+                    due_at=origin.due_at,
+                    subject_key=origin.subject_key,
                 )
         except IntegrityError:
             existing = ReviewItem.objects.filter(escalated_by_decision=decision).first()

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from queue_app.errors import AlreadyDecided, IdempotencyConflict, ItemNotFound
 from queue_app.evidence import item_evidence_hash
 from queue_app.models import ApiClient, ItemEvent, ItemEventKind, ItemState, Queue, ReviewItem
 from queue_app.services._common import User, database_now, guard_timeouts, log_extra, logger
+from queue_app.services.deadlines import initial_due_at
+from queue_app.services.holds import resume_hold
 
 
 def create_item(
@@ -23,6 +27,9 @@ def create_item(
     priority: int = 0,
     trace_id: uuid.UUID | None = None,
     client: ApiClient | None = None,
+    due_at: datetime | None = None,
+    sla_seconds: int | None = None,
+    subject_key: str | None = None,
 ) -> tuple[ReviewItem, bool]:
     """Create an item once per (queue, client, idempotency key); return (item, created).
 
@@ -30,7 +37,12 @@ def create_item(
     one scope) and to the queue it was sent to, so two clients never see each other's keys.
     Replaying a key with the same source hash returns the existing item; a different source
     hash is an IdempotencyConflict, which names the item only if the caller can still see it.
+    The deadline is due_at, else receipt + sla_seconds, else the queue's default SLA
+    (services.deadlines.initial_due_at; InvalidDeadline for bad input, before anything is written).
     """
+    deadline = initial_due_at(
+        queue=queue, received_at=timezone.now(), due_at=due_at, sla_seconds=sla_seconds
+    )
     with transaction.atomic():
         try:
             # A savepoint: a concurrent insert of the same key loses the unique race here and
@@ -46,6 +58,8 @@ def create_item(
                     source_hash=source_hash,
                     priority=priority,
                     trace_id=trace_id or uuid.uuid4(),
+                    due_at=deadline,
+                    subject_key=subject_key or None,
                 )
         except IntegrityError:
             existing = (
@@ -61,7 +75,9 @@ def create_item(
                 raise
             return _replayed(existing, client=client, source_hash=source_hash), False
         ItemEvent.objects.create(
-            item=item, kind=ItemEventKind.CREATED, detail={"priority": priority}
+            item=item,
+            kind=ItemEventKind.CREATED,
+            detail={"priority": priority, "due_at": deadline.isoformat() if deadline else None},
         )
     return item, True
 
@@ -87,7 +103,10 @@ def _replayed(existing: ReviewItem, *, client: ApiClient | None, source_hash: st
 def replace_evidence(
     *, item_id: int, actor: User, payload: Any, subject: str | None = None
 ) -> ReviewItem:
-    """Replace a pending or leased item's payload (and subject); AlreadyDecided once decided."""
+    """Replace a pending, leased or held item's payload (and subject); AlreadyDecided once decided.
+
+    A held item comes back to its queue at once: what it waited for has arrived.
+    """
     with transaction.atomic():
         guard_timeouts()
         # The row lock orders this against a concurrent fenced close: if the close commits
@@ -114,6 +133,9 @@ def replace_evidence(
             actor=actor if actor.is_authenticated else None,
             detail={"previous_evidence_hash": before, "evidence_hash": after},
         )
+        if item.state == ItemState.HELD:
+            resume_hold(item_id=item.pk, actor=actor, cause="evidence_replaced")
+            item.refresh_from_db()
     logger.info(
         "evidence replaced",
         extra=log_extra(item_id=item.pk, trace_id=item.trace_id, reviewer=actor.pk),

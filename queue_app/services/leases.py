@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import transaction
 
+from queue_app.datetimes import local_text
 from queue_app.errors import InvalidBounds, NotPermitted, StaleLease
 from queue_app.models import (
     Decision,
@@ -231,6 +232,13 @@ def explain_stale_lease(*, item_id: int, user: User) -> StaleLease:
         else:
             message, what = f"{other} is reviewing this item; it is not yours to decide.", "held"
         return StaleLease(f"{message} {NOTHING_RECORDED}", what)
+    if item.state == ItemState.HELD:
+        # Issue 15: put on hold by its holder (perhaps this user in another tab).
+        return StaleLease(
+            f"This item is on hold until {local_text(item.hold_until)}; it comes back to the "
+            f"queue then. {NOTHING_RECORDED}",
+            "on_hold",
+        )
     if released_by_me:
         return StaleLease(
             "You released this item (perhaps in another tab), so it went back to the queue. "

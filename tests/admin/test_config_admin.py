@@ -30,6 +30,12 @@ def _queue_form(**fields) -> dict:
         # The evidence-rule inline's management form (no rules).
         "evidence_rules-TOTAL_FORMS": "0",
         "evidence_rules-INITIAL_FORMS": "0",
+        # Deadlines and holds (issue 15): no default SLA, and the hold-reason inline (none).
+        "default_sla": "",
+        "sla_warning": "04:00:00",
+        "max_hold": "7 00:00:00",
+        "hold_reasons-TOTAL_FORMS": "0",
+        "hold_reasons-INITIAL_FORMS": "0",
         **fields,
     }
 

@@ -196,4 +196,4 @@ def test_its_query_count_does_not_grow_with_history(alice_client, alice, bob, su
 
     make_items(queue, 1, prefix="live")
     held = claim_next(queue=queue, reviewer=alice)
-    assert queries(held.pk) <= 7
+    assert queries(held.pk) <= 8  # 7, plus the hold form's reasons (issue 15)

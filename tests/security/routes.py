@@ -9,9 +9,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.utils import timezone
 
 from queue_app.jsonutil import exact_dumps
 from tests.security.conftest import World, decision_body
@@ -49,6 +51,7 @@ POST_ROUTES = {
     "item-decide",
     "item-release",
     "item-renew",
+    "item-hold",
     "ops:retry_dead_job",
     "api:create_item",
     "api:lease_batch",
@@ -125,6 +128,8 @@ def _path_for(route: Route, world: World) -> str:
         kwargs["decision_id"] = world.dead_job_decision.pk
     if "app_label" in resolver_kwargs:
         kwargs["app_label"] = "queue_app"
+    if route.key == "api:list_items":  # issue 15: a subject with items in kyc
+        return reverse(route.name) + "?subject_key=cust-matrix"
     return reverse(route.name, kwargs=kwargs)
 
 
@@ -139,6 +144,13 @@ def _form_for(key: str, world: World) -> dict[str, str]:
         return {k: str(v) for k, v in decision_body(world.held).items()}
     if key in ("item-release", "item-renew"):
         return {"lease_token": str(world.held.lease_token)}
+    if key == "item-hold":  # issue 15: alice's lease, a kyc hold reason, back in an hour
+        until = timezone.localtime(timezone.now() + timedelta(hours=1))
+        return {
+            "lease_token": str(world.held.lease_token),
+            "reason_code": "awaiting_documents",
+            "hold_until": until.strftime("%Y-%m-%dT%H:%M"),
+        }
     return {}
 
 

@@ -11,9 +11,10 @@ from decimal import Decimal
 from django.contrib.auth.models import Group, User
 from django.core.management.base import BaseCommand
 from django.db import transaction
+from django.utils import timezone
 
 from queue_app.admin.permissions import admin_group_permissions
-from queue_app.models import EvidenceRule, Queue, ReasonCode, RuleTest, Verdict
+from queue_app.models import EvidenceRule, HoldReason, Queue, ReasonCode, RuleTest, Verdict
 from queue_app.services import create_item
 
 REASONS: dict[str, dict[str, list[tuple[str, str]]]] = {
@@ -142,6 +143,20 @@ RAILS = [
 ]
 
 
+# Why an item may wait, per queue (issue 15): the closed set the hold form offers.
+HOLD_REASONS = {
+    "kyc": [
+        ("awaiting_documents", "Awaiting documents from the customer"),
+        ("awaiting_verifier", "Awaiting the verification provider"),
+    ],
+    "reconciliation": [
+        ("awaiting_bank", "Awaiting the bank's statement correction"),
+        ("awaiting_counterparty", "Awaiting the counterparty"),
+    ],
+    "escalation": [("awaiting_legal", "Awaiting legal advice")],
+}
+
+
 def applicant_names(count: int) -> list[str]:
     """Return count different names: every first x last pairing once, in a fixed shuffle."""
     pairs = [(first, last) for first in FIRST for last in LAST]
@@ -249,6 +264,7 @@ class Command(BaseCommand):
                 "name": "KYC checks",
                 "escalation_queue": escalation,
                 "description": "Identity verification for new customers.",
+                "default_sla": timedelta(hours=48),
             },
         )
         recon, _ = Queue.objects.get_or_create(
@@ -257,6 +273,7 @@ class Command(BaseCommand):
                 "name": "Reconciliation exceptions",
                 "escalation_queue": escalation,
                 "description": "Bank statement lines that did not match the ledger.",
+                "default_sla": timedelta(hours=24),
             },
         )
         queues = {"kyc": kyc, "reconciliation": recon, "escalation": escalation}
@@ -282,6 +299,12 @@ class Command(BaseCommand):
                     test=test,
                     value=value,
                     defaults={"message": message},
+                )
+
+        for slug, reasons in HOLD_REASONS.items():
+            for code, label in reasons:
+                HoldReason.objects.get_or_create(
+                    queue=queues[slug], code=code, defaults={"label": label}
                 )
 
         reviewers, _ = Group.objects.get_or_create(name="Reviewers")
@@ -317,6 +340,9 @@ class Command(BaseCommand):
             user.groups.add(admins if is_admin else reviewers)
 
         rng = random.Random(20261129)
+        # Deadlines and subject keys from their own generator: the payloads stay as they were.
+        clocks = random.Random(15)
+        now = timezone.now()
         names = applicant_names(items)
         made = 0
         for n in range(items):
@@ -331,6 +357,10 @@ class Command(BaseCommand):
                     idempotency_key=f"demo-{slug}-{n}",
                     source_hash=f"demo-{slug}-{n}",
                     priority=rng.choice([0, 0, 0, 5, 10]),
+                    # Customers recur across both queues (a few items each), so an item page
+                    # shows the subject's history; deadlines from 4 h overdue to 3 days ahead.
+                    subject_key=f"CUS-{clocks.randrange(max(items // 3, 1)):05d}",
+                    due_at=now + timedelta(minutes=clocks.randint(-240, 72 * 60)),
                 )
                 made += created
         attached = self._attach_demo_documents(items)

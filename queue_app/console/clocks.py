@@ -1,0 +1,151 @@
+"""The console's deadlines, holds and subject history (issue 15).
+
+Kept apart from views.py: the item page and home page call in here for their extra context,
+and the hold form posts to item_hold. Same manners as views.py: fetch with permission,
+validate shape, call one service, redirect; the service enforces every rule again.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.db.models import Count, F, Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.utils import timezone
+
+from queue_app.errors import InvalidHoldReason, InvalidHoldTime, StaleLease
+from queue_app.forms import LeaseForm
+from queue_app.models import HoldReason, ItemState, Queue, ReviewItem
+from queue_app.services import (
+    deadline_words,
+    hold_item,
+    hold_reasons_for,
+    is_breached,
+    subject_history,
+)
+
+OPEN_STATES = (ItemState.PENDING, ItemState.LEASED, ItemState.HELD)
+# What the hold form offers first: a day, or the queue's maximum if that is shorter.
+DEFAULT_HOLD = timedelta(days=1)
+
+
+class HoldForm(LeaseForm):
+    """Put the item on hold: a reason of the queue's and a resume time (in TIME_ZONE)."""
+
+    reason_code = forms.SlugField(
+        max_length=64, error_messages={"required": "Choose why the item waits."}
+    )
+    hold_until = forms.DateTimeField(
+        input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M"],
+        error_messages={
+            "required": "Say when the item should come back.",
+            "invalid": "Give the resume time as a date and time.",
+        },
+    )
+
+
+def deadline_context(item: ReviewItem, now: datetime) -> dict[str, Any]:
+    """What the status box says about the item's deadline and hold."""
+    context: dict[str, Any] = {
+        "due_words": deadline_words(due_at=item.due_at, now=now),
+        "breached": is_breached(due_at=item.due_at, now=now, decided_at=item.decided_at),
+        "at_risk": (
+            item.due_at is not None
+            and item.state != ItemState.DECIDED
+            and now <= item.due_at < now + item.queue.sla_warning
+        ),
+    }
+    if item.state == ItemState.HELD:
+        context["hold_reason"] = HoldReason.objects.filter(pk=item.hold_reason_id).first()
+        context["hold_due"] = item.hold_until <= now
+    return context
+
+
+def hold_form_context(item: ReviewItem, now: datetime) -> dict[str, Any]:
+    """The hold form's choices and bounds, for the holder of the lease."""
+    latest = now + item.queue.max_hold
+    default = min(now + DEFAULT_HOLD, latest)
+    local = timezone.localtime
+    return {
+        "hold_reasons": list(hold_reasons_for(queue=item.queue_id)),
+        "hold_min": local(now).strftime("%Y-%m-%dT%H:%M"),
+        "hold_max": local(latest).strftime("%Y-%m-%dT%H:%M"),
+        "hold_default": local(default).strftime("%Y-%m-%dT%H:%M"),
+        "max_hold_words": deadline_words(due_at=now + item.queue.max_hold, now=now)[
+            len("due in ") :
+        ],
+    }
+
+
+def item_page_extras(
+    request: HttpRequest, item: ReviewItem, *, mine: bool, now: datetime
+) -> dict[str, Any]:
+    """Everything the item page shows for issue 15, in one dict for its context."""
+    extras = deadline_context(item, now)
+    extras["subject_items"] = subject_history(
+        subject_key=item.subject_key, user=request.user, exclude_id=item.pk
+    )
+    if mine:
+        extras.update(hold_form_context(item, now))
+    return extras
+
+
+def home_deadline_counts(queues: list[Queue], now: datetime) -> None:
+    """Set breached_count and at_risk_count on each queue: open items past their deadline, and
+    due within the queue's warning window. One grouped query on item_open_due."""
+    rows = (
+        ReviewItem.objects.filter(
+            queue_id__in=[q.pk for q in queues], state__in=OPEN_STATES, due_at__isnull=False
+        )
+        .order_by()
+        .values("queue_id")
+        .annotate(
+            breached=Count("pk", filter=Q(due_at__lt=now)),
+            at_risk=Count(
+                "pk", filter=Q(due_at__gte=now, due_at__lt=now + F("queue__sla_warning"))
+            ),
+        )
+    )
+    by_queue = {row["queue_id"]: row for row in rows}
+    for queue in queues:
+        row = by_queue.get(queue.pk, {})
+        queue.breached_count = row.get("breached", 0)
+        queue.at_risk_count = row.get("at_risk", 0)
+
+
+def item_hold(request: HttpRequest, item_id: int) -> HttpResponse:
+    """Put an item I hold on hold; it comes back by itself at the time I chose."""
+    from queue_app.console.views import _item_for  # the one fetch-with-permission
+
+    item = _item_for(request, item_id)
+    form = HoldForm(request.POST)
+    if not form.is_valid():
+        if "lease_token" in form.errors:
+            messages.error(request, StaleLease.message)
+        else:
+            first = next(iter(form.errors.values()))[0]
+            messages.error(request, f"Not put on hold: {first}")
+        return redirect("item", item_id=item.pk)
+    data = form.cleaned_data
+    try:
+        held = hold_item(
+            item_id=item.pk,
+            reviewer=request.user,
+            lease_token=data["lease_token"],
+            reason_code=data["reason_code"],
+            hold_until=data["hold_until"],
+        )
+    except (StaleLease, InvalidHoldReason, InvalidHoldTime) as exc:
+        messages.error(request, f"Not put on hold: {exc.message}")
+        return redirect("item", item_id=item.pk)
+    until = timezone.localtime(held["hold_until"]).strftime("%Y-%m-%d %H:%M %Z")
+    messages.success(
+        request,
+        f"Item #{item.pk} is on hold until {until}; it comes back to {item.queue.name} by itself "
+        "then, or as soon as its evidence is replaced. Its deadline is paused meanwhile.",
+    )
+    return redirect("home")

@@ -1,0 +1,108 @@
+"""Holds: a reviewer parks an item awaiting information; it comes back by itself, or sooner.
+
+A hold is written by the lease holder, fenced by the lease token like decide and release
+(sql.HOLD_ITEM). A held item is in no claim index but item_held_until, so nobody can claim it
+before its resume time; the first claim after it takes it (sql._CLAIM, "resumed"), with no
+sweeper. Replacing its evidence through the API brings it back at once (sql.RESUME_HELD_ITEM).
+The deadline clock pauses while held: due_at moves by exactly the time spent on hold.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from queue_app.errors import InvalidHoldReason, InvalidHoldTime, NotPermitted, StaleLease
+from queue_app.models import HoldReason, Queue, ReviewItem
+from queue_app.services._common import User, guard_timeouts, log_extra, logger, parse_token
+from queue_app.services.access import user_can_review
+from queue_app.services.deadlines import span_words
+from queue_app.services.leases import explain_stale_lease
+
+
+def hold_reasons_for(*, queue: Queue | int) -> QuerySet[HoldReason]:
+    """Return the queue's hold reasons a reviewer may choose now (not retired)."""
+    queue_id = queue if isinstance(queue, int) else queue.pk
+    return HoldReason.objects.filter(queue_id=queue_id, retired_at__isnull=True).order_by("label")
+
+
+def hold_item(
+    *,
+    item_id: int,
+    reviewer: User,
+    lease_token: uuid.UUID | str,
+    reason_code: str,
+    hold_until: datetime,
+) -> dict[str, Any]:
+    """Put an item the reviewer holds on hold until hold_until; return the held row's columns.
+
+    StaleLease if the lease is no longer theirs; InvalidHoldReason for a code outside the
+    queue's active hold reasons; InvalidHoldTime for a time not in (now, now + max_hold].
+    """
+    token = parse_token(lease_token)
+    item = ReviewItem.objects.select_related("queue").filter(pk=item_id).first()
+    if item is None:
+        raise StaleLease()
+    if not user_can_review(user=reviewer, queue=item.queue_id):
+        raise NotPermitted("You no longer have access to this queue.")
+    if not hold_reasons_for(queue=item.queue_id).filter(code=reason_code).exists():
+        raise InvalidHoldReason()
+    if hold_until.tzinfo is None:
+        raise InvalidHoldTime("The resume time must carry a time zone.")
+    now = timezone.now()
+    if not now < hold_until <= now + item.queue.max_hold:
+        longest = span_words(item.queue.max_hold.total_seconds())
+        raise InvalidHoldTime(
+            "The resume time must be in the future and no later than "
+            f"{longest} from now (this queue's maximum hold)."
+        )
+    try:
+        with transaction.atomic():
+            guard_timeouts()
+            held = ReviewItem.objects.hold(
+                item_id=item_id,
+                lease_token=token,
+                owner_id=reviewer.pk,
+                reason_code=reason_code,
+                hold_until=hold_until,
+            )
+    except IntegrityError as exc:
+        # The reason was retired between the check above and the write: the lookup in the
+        # statement found nothing and item_hold_columns_match_state refused the row.
+        if "item_hold_columns_match_state" in str(exc):
+            raise InvalidHoldReason() from None
+        raise
+    if held is None:
+        # Either the fence refused (the usual case) or the database clock moved the resume
+        # time out of bounds between the check above and the write.
+        still_mine = ReviewItem.objects.filter(
+            pk=item_id, state="leased", lease_token=token, lease_owner_id=reviewer.pk
+        ).exists()
+        if still_mine:
+            raise InvalidHoldTime()
+        raise explain_stale_lease(item_id=item_id, user=reviewer)
+    logger.info(
+        "item put on hold",
+        extra=log_extra(
+            item_id=item_id, reviewer=reviewer.pk, reason=reason_code, hold_until=str(hold_until)
+        ),
+    )
+    return held
+
+
+def resume_hold(*, item_id: int, actor: User | None, cause: str) -> dict[str, Any] | None:
+    """Bring a held item back to its queue now; None if it was not held.
+
+    Call with the item's row lock held (replace_evidence does): the unused part of the hold
+    comes off due_at, and a resumed event records before and after.
+    """
+    actor_id = actor.pk if actor is not None and actor.is_authenticated else None
+    resumed = ReviewItem.objects.resume_held(item_id=item_id, actor_id=actor_id, cause=cause)
+    if resumed is not None:
+        logger.info("hold ended early", extra=log_extra(item_id=item_id, cause=cause))
+    return resumed

@@ -1,0 +1,29 @@
+"""The subject's history: the other items about the same customer, account or merchant."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from queue_app.models import ReviewItem
+from queue_app.services._common import User
+
+SUBJECT_HISTORY_LIMIT = 20
+
+
+def subject_history(
+    *, subject_key: str | None, user: User, exclude_id: int = 0, limit: int = SUBJECT_HISTORY_LIMIT
+) -> list[dict[str, Any]]:
+    """Return the subject's items in queues the user may review, newest first, at most limit.
+
+    Items in any other queue are never returned, not even counted: the access rule is the
+    claim's own (sql._MAY_REVIEW), applied in the one indexed query (sql.SUBJECT_HISTORY).
+    """
+    if not subject_key or not user.is_authenticated or not user.is_active:
+        return []
+    return ReviewItem.objects.subject_history(
+        subject_key=subject_key,
+        exclude_id=exclude_id,
+        user_id=user.pk,
+        is_superuser=user.is_superuser,
+        limit=limit,
+    )
