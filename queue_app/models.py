@@ -40,6 +40,9 @@ class ItemState(models.TextChoices):
     PENDING = "pending", "Pending"
     LEASED = "leased", "Leased"
     DECIDED = "decided", "Decided"
+    # Decided by a maker whose verdict needs a second person's check before it takes effect
+    # (queue_app/lanes.py); not claimable for review, and no effect job yet.
+    AWAITING_CHECK = "awaiting_check", "Awaiting check"
 
 
 class Queue(models.Model):
@@ -83,10 +86,23 @@ class Queue(models.Model):
     )
     reviewer_groups = models.ManyToManyField(Group, blank=True, related_name="review_queues")
     created_at = models.DateTimeField(auto_now_add=True)
+    # Second-person controls (queue_app/lanes.py): the share of effective approve/reject
+    # decisions drawn for a blind QA review. Maker-checker policies are CheckPolicy rows.
+    qa_rate = models.DecimalField(
+        "QA sample rate (%)",
+        max_digits=5,
+        decimal_places=2,
+        default=0,
+        db_default=0,
+        help_text="Percentage (0-100) of effective decisions drawn for a blind second review.",
+    )
 
     class Meta:
         ordering = ["slug"]
         constraints = [
+            models.CheckConstraint(
+                condition=Q(qa_rate__gte=0, qa_rate__lte=100), name="queue_qa_rate_percent"
+            ),
             models.CheckConstraint(
                 condition=Q(lease_ttl__gt=timedelta(0)), name="queue_lease_ttl_positive"
             ),
@@ -255,6 +271,9 @@ class ReviewItem(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     released_at = models.DateTimeField(null=True, blank=True)
+    # How many times a checker returned the item's decision (queue_app/lanes.py): each return
+    # opens a new round, and the database allows one review decision per item and round.
+    review_round = models.PositiveIntegerField(default=0, db_default=0)
 
     objects = ReviewItemManager()
 
@@ -303,9 +322,10 @@ class ReviewItem(models.Model):
                 ),
                 name="item_lease_columns_match_state",
             ),
+            # An item awaiting its check has been decided (by the maker) but not yet confirmed.
             models.CheckConstraint(
-                condition=Q(state="decided", decided_at__isnull=False)
-                | (~Q(state="decided") & Q(decided_at__isnull=True)),
+                condition=Q(state__in=["decided", "awaiting_check"], decided_at__isnull=False)
+                | (~Q(state__in=["decided", "awaiting_check"]) & Q(decided_at__isnull=True)),
                 name="item_decided_at_matches_state",
             ),
             # Target of the composite foreign key from Decision (migration 0002).
@@ -374,6 +394,10 @@ class Decision(models.Model):
     # Filled by the insert trigger: position and hash in the tamper-evident chain.
     chain_seq = models.BigIntegerField(null=True, editable=False, unique=True)
     chain_hash = models.CharField(max_length=64, blank=True, editable=False)
+    # The item's review_round when decided, set by the insert trigger of migration 0011 from
+    # the item row whatever the writer sends: a checker's return opens a new round, in which
+    # the item takes a new review decision (decision_one_per_item is per round).
+    review_round = models.PositiveIntegerField(default=0, db_default=0, editable=False)
 
     objects = DecisionManager()
 
@@ -408,9 +432,17 @@ class Decision(models.Model):
                 condition=Q(evidence_hash__regex=r"^[0-9a-f]{64}$"),
                 name="decision_evidence_hash_sha256",
             ),
-            # One reviewer verdict per item; later changes are overturns.
+            # One reviewer verdict per item and review round; later changes are overturns. A
+            # round ends only when a checker returns the decision (queue_app/lanes.py).
             models.UniqueConstraint(
-                fields=["item"], condition=~Q(verdict="overturn"), name="decision_one_per_item"
+                fields=["item", "review_round"],
+                condition=~Q(verdict="overturn"),
+                name="decision_one_per_item",
+            ),
+            # Target of the composite foreign key that ties a lane task to its decision's
+            # item, queue and maker (queue_app/lanes.py).
+            models.UniqueConstraint(
+                fields=["id", "item", "queue", "reviewer"], name="decision_id_item_queue_reviewer"
             ),
             # Target of the composite foreign key that keeps an overturn on its own item.
             models.UniqueConstraint(fields=["id", "item"], name="decision_id_item"),
@@ -508,6 +540,11 @@ class ItemEventKind(models.TextChoices):
     AUTO_ESCALATED = "auto_escalated", "Auto-escalated"
     DECIDED = "decided", "Decided"
     EVIDENCE_REPLACED = "evidence_replaced", "Evidence replaced"
+    # Second-person controls (queue_app/lanes.py).
+    CHECK_CONFIRMED = "check_confirmed", "Check confirmed"
+    CHECK_RETURNED = "check_returned", "Check returned"
+    QA_REVIEWED = "qa_reviewed", "QA reviewed"
+    ADJUDICATED = "adjudicated", "Adjudicated"
 
 
 class ItemEvent(models.Model):
@@ -645,3 +682,14 @@ class ApiClient(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.token_prefix}…)"
+
+
+# Second-person controls: maker-checker policies, lane tasks and their outcomes.
+from queue_app.lanes_models import (  # noqa: E402, F401
+    CheckPolicy,
+    LaneKind,
+    LaneOutcome,
+    LaneResult,
+    LaneState,
+    LaneTask,
+)
