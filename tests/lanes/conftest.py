@@ -14,6 +14,7 @@ from queue_app.evidence import evidence_hash
 from queue_app.models import CheckPolicy, Decision, LaneTask, Queue, ReviewItem
 from queue_app.services import claim_batch, claim_next, create_item, submit_decision
 from tests.conftest import make_queue, shown_hash
+from tests.worker.conftest import ledger  # noqa: F401 (the ledger effect's table, a fixture)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from queue_app.services import claim_lane_task, confirm_check, return_check
 from tests.blocking import BLOCK_WAIT_LIMIT_S, Session, wait_until_blocked_by_me
 from tests.conftest import run_in_threads
 from tests.lanes.conftest import bulk_checks
-from tests.worker.conftest import ledger, ledger_counts  # noqa: F401 (fixture)
+from tests.worker.conftest import ledger_counts
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -116,7 +116,9 @@ def test_confirm_and_return_from_many_threads_on_one_task(checked_queue, alice, 
     def act(i: int) -> str:
         try:
             if i % 2:
-                return confirm_check(task_id=task.pk, user=carol, lease_token=task.lease_token).result
+                return confirm_check(
+                    task_id=task.pk, user=carol, lease_token=task.lease_token
+                ).result
             return return_check(
                 task_id=task.pk, user=carol, lease_token=task.lease_token, note="x"
             ).result

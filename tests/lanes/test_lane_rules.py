@@ -85,7 +85,7 @@ def test_one_outcome_per_task(checked_queue, alice, carol):
     task = open_task(decide_one(checked_queue, alice))
     token = _lease_to(task, carol.pk)
     _outcome(task, carol.pk, token)
-    with pytest.raises(DatabaseError, match="pkey|duplicate"):
+    with pytest.raises(DatabaseError, match=r"pkey|duplicate"):
         _outcome(task, carol.pk, token, result="returned")
 
 

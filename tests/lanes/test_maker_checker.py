@@ -8,7 +8,13 @@ import pytest
 from django.db import connection
 
 from queue_app.apply import apply_batch
-from queue_app.errors import EvidenceChanged, InvalidBounds, InvalidVerdict, NotPermitted, StaleLease
+from queue_app.errors import (
+    EvidenceChanged,
+    InvalidBounds,
+    InvalidVerdict,
+    NotPermitted,
+    StaleLease,
+)
 from queue_app.lanes import check_needed
 from queue_app.models import (
     AppliedDecision,
