@@ -112,8 +112,8 @@ WITH done AS (
     INSERT INTO queue_app_laneoutcome
            (task_id, kind, result, actor_id, actor_username, lease_token, verdict,
             reason_code_id, note, overturn_id, created_at)
-    SELECT id, kind, %(result)s, %(owner_id)s, '', lease_token, %(verdict)s,
-           {reason}, %(note)s, %(overturn_id)s, now()
+    SELECT id, kind, %(result)s::text, %(owner_id)s, '', lease_token, %(verdict)s::text,
+           {reason}, %(note)s::text, %(overturn_id)s::bigint, now()
       FROM done
  RETURNING *
 ){more}
@@ -164,7 +164,7 @@ RETURN_CHECK = _FINISH.format(
     INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
     SELECT item_id, 'check_returned', %(owner_id)s, now(),
            jsonb_build_object('decision_id', decision_id, 'task_id', id,
-                              'evidence_changed', %(evidence_changed)s)
+                              'evidence_changed', %(evidence_changed)s::boolean)
       FROM done
 )""",
 )
@@ -175,7 +175,7 @@ RETURN_CHECK = _FINISH.format(
 # disagrees opens an adjudication task naming this QA task and its reviewer.
 RECORD_QA_REVIEW = _FINISH.format(
     reason="""(SELECT r.id FROM queue_app_reasoncode AS r
-              WHERE r.queue_id = done.queue_id AND r.verdict = %(verdict)s
+              WHERE r.queue_id = done.queue_id AND r.verdict = %(verdict)s::text
                 AND r.code = %(reason_code)s AND r.retired_at IS NULL)""",
     more="""
 , adjudication AS (
@@ -203,7 +203,7 @@ FINISH_ADJUDICATION = _FINISH.format(
     INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
     SELECT item_id, 'adjudicated', %(owner_id)s, now(),
            jsonb_build_object('decision_id', decision_id, 'task_id', id,
-                              'result', %(result)s, 'overturn_id', %(overturn_id)s)
+                              'result', %(result)s::text, 'overturn_id', %(overturn_id)s::bigint)
       FROM done
 )""",
 )

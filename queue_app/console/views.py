@@ -41,6 +41,7 @@ from queue_app.models import REVIEW_VERDICTS, ItemState, Queue, ReasonCode, Revi
 from queue_app.rules import warnings_for
 from queue_app.services import (
     claim_next,
+    lanes_for_user,
     queues_for_user,
     release_lease,
     renew_lease,
@@ -181,7 +182,14 @@ def home(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "console/home.html",
-        {"title": "My queues", "queues": queues, "leases": leases, "now": now},
+        {
+            "title": "My queues",
+            "queues": queues,
+            "leases": leases,
+            "now": now,
+            # Second-person lanes this user may work (console/_lanes.html).
+            "lanes": lanes_for_user(user=request.user),
+        },
     )
 
 

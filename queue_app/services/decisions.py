@@ -355,5 +355,6 @@ def item_decisions(*, item_id: int) -> list[Decision]:
     return list(
         Decision.objects.filter(item_id=item_id)
         .select_related("reason_code", "reviewer", "applied", "effect_job")
+        .prefetch_related("lane_tasks__outcome")
         .order_by("id")
     )

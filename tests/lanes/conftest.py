@@ -12,7 +12,7 @@ from django.db import connection
 
 from queue_app.evidence import evidence_hash
 from queue_app.models import CheckPolicy, Decision, LaneTask, Queue, ReviewItem
-from queue_app.services import claim_batch, claim_next, create_item, submit_decision
+from queue_app.services import claim_next, create_item, submit_decision
 from tests.conftest import make_queue, shown_hash
 from tests.worker.conftest import ledger  # noqa: F401 (the ledger effect's table, a fixture)
 
@@ -54,7 +54,13 @@ def new_item(queue: Queue, key: str, **payload: Any) -> ReviewItem:
 
 
 def decide_one(
-    queue: Queue, maker: User, *, verdict: str = "approve", reason: str = "verified", **payload
+    queue: Queue,
+    maker: User,
+    *,
+    verdict: str = "approve",
+    reason: str = "verified",
+    note: str = "",
+    **payload: Any,
 ) -> Decision:
     """Create an item and decide it as the maker, through the console's services."""
     item = new_item(queue, f"k{ReviewItem.objects.count()}", **payload)
@@ -67,27 +73,8 @@ def decide_one(
         verdict=verdict,
         reason_code=reason,
         evidence_hash=shown_hash(leased),
+        note=note,
     )
-
-
-def decide_batch(queue: Queue, maker: User, n: int, *, verdict: str = "approve") -> list[Decision]:
-    """n items decided by the maker through the API's batch lease (any payload)."""
-    for i in range(n):
-        new_item(queue, f"b{i}-{ReviewItem.objects.count()}", variance_amount="2000")
-    out = []
-    while len(out) < n:
-        for item in claim_batch(queue=queue, worker=maker, n=200, ttl=timedelta(hours=1)):
-            out.append(
-                submit_decision(
-                    item_id=item.pk,
-                    reviewer=maker,
-                    lease_token=item.lease_token,
-                    verdict=verdict,
-                    reason_code="verified" if verdict == "approve" else "fraud",
-                    evidence_hash=shown_hash(item),
-                )
-            )
-    return out
 
 
 BULK_SUBJECT = "Bulk case"
