@@ -54,6 +54,12 @@ POST_ROUTES = {
     "api:lease_batch",
     "api:decide",
     "api:release",
+    "lane-next",
+    "lane-confirm",
+    "lane-return",
+    "lane-qa",
+    "lane-adjudicate",
+    "lane-release",
 }
 PUT_ROUTES = {"api:replace_evidence"}
 
@@ -113,6 +119,10 @@ def _path_for(route: Route, world: World) -> str:
         kwargs["slug"] = "kyc"
     if "decision_id" in resolver_kwargs:
         kwargs["decision_id"] = world.dead_job_decision.pk
+    if "task_id" in resolver_kwargs:
+        kwargs["task_id"] = world.lane_task.pk
+    if "kind" in resolver_kwargs:
+        kwargs["kind"] = "check"
     if "app_label" in resolver_kwargs:
         kwargs["app_label"] = "queue_app"
     return reverse(route.name, kwargs=kwargs)
@@ -129,6 +139,15 @@ def _form_for(key: str, world: World) -> dict[str, str]:
         return {k: str(v) for k, v in decision_body(world.held).items()}
     if key in ("item-release", "item-renew"):
         return {"lease_token": str(world.held.lease_token)}
+    if key.startswith("lane-") and key != "lane-next":
+        # alice's lane lease, with what each lane's form carries.
+        return {
+            "lease_token": str(world.lane_task.lease_token),
+            "note": "matrix",
+            "verdict": "approve",
+            "reason_code": "verified",
+            "outcome": "uphold",
+        }
     return {}
 
 
