@@ -11,10 +11,11 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Min, Q
 
-from queue_app import sql_lanes
+from queue_app import sql, sql_lanes
 from queue_app.errors import (
     EvidenceChanged,
     InvalidBounds,
@@ -38,7 +39,6 @@ from queue_app.models import (
 from queue_app.services._common import (
     NOTE_MAX_LENGTH,
     User,
-    guard_timeouts,
     log_extra,
     logger,
     parse_token,
@@ -87,22 +87,18 @@ def claim_lane_task(*, queue: Queue, kind: str, user: User) -> LaneTask | None:
         raise InvalidVerdict("There is no such lane.")
     if kind not in user_lane_kinds(user=user):
         raise NotPermitted("You do not have access to this lane.")
+    params = {
+        "queue_id": queue.pk,
+        "kind": kind,
+        "owner_id": user.pk,
+        "is_superuser": user.is_superuser,
+        "ttl": queue.lease_ttl,
+        **_timeouts(),
+    }
+    # The timeouts, the claim and the COMMIT in one round trip.
     with transaction.atomic():
-        guard_timeouts()
-        [result] = run_together(
-            [
-                (
-                    sql_lanes.CLAIM_LANE_TASK,
-                    {
-                        "queue_id": queue.pk,
-                        "kind": kind,
-                        "owner_id": user.pk,
-                        "is_superuser": user.is_superuser,
-                        "ttl": queue.lease_ttl,
-                    },
-                )
-            ],
-            commit=True,
+        _, result = run_together(
+            [(sql.SET_LOCAL_TIMEOUTS, params), (sql_lanes.CLAIM_LANE_TASK, params)], commit=True
         )
     tasks = build_instances(LaneTask, result)
     if not tasks:
@@ -131,14 +127,28 @@ def _note(note: str) -> str:
     return note
 
 
+def _timeouts() -> dict[str, str]:
+    return {
+        "lock_timeout": f"{settings.REVIEW_LOCK_TIMEOUT_MS}ms",
+        "statement_timeout": f"{settings.REVIEW_STATEMENT_TIMEOUT_MS}ms",
+    }
+
+
 def _lock(*, task_id: int, kind: str, user: User, token: uuid.UUID) -> dict[str, Any]:
-    rows = fetch_dicts(
-        sql_lanes.LOCK_LANE_TASK,
-        {"task_id": task_id, "kind": kind, "lease_token": token, "owner_id": user.pk},
+    """The timeouts and the locking read of the task (LOCK_LANE_TASK), in one round trip."""
+    params = {
+        "task_id": task_id,
+        "kind": kind,
+        "lease_token": token,
+        "owner_id": user.pk,
+        **_timeouts(),
+    }
+    _, (columns, rows) = run_together(
+        [(sql.SET_LOCAL_TIMEOUTS, params), (sql_lanes.LOCK_LANE_TASK, params)]
     )
     if not rows:
         raise StaleLease(_stale_message(task_id))
-    return rows[0]
+    return dict(zip(columns, rows[0], strict=True))
 
 
 def _stale_message(task_id: int) -> str:
@@ -174,7 +184,8 @@ def _finish(
         "evidence_changed": False,
         **params,
     }
-    [finished] = run_together([(statement, values)])
+    # The last statement of every finish: the COMMIT travels with it (see run_together).
+    [finished] = run_together([(statement, values)], commit=True)
     outcomes = build_instances(LaneOutcome, finished)
     if not outcomes:  # cannot happen under LOCK_LANE_TASK's row lock; said plainly if it does
         raise StaleLease(_stale_message(row["id"]))
@@ -199,7 +210,6 @@ def confirm_check(*, task_id: int, user: User, lease_token: uuid.UUID | str) -> 
     changed = False
     try:
         with transaction.atomic():
-            guard_timeouts()
             row = _lock(task_id=task_id, kind=LaneKind.CHECK, user=user, token=token)
             payload = row["payload"]
             if isinstance(payload, str):
@@ -253,7 +263,6 @@ def return_check(
         raise NotPermitted("You do not have access to this lane.")
     try:
         with transaction.atomic():
-            guard_timeouts()
             row = _lock(task_id=task_id, kind=LaneKind.CHECK, user=user, token=token)
             outcome = _finish(
                 sql_lanes.RETURN_CHECK, row=row, user=user, result=LaneResult.RETURNED, note=note
@@ -283,7 +292,6 @@ def record_qa_review(
         raise NotPermitted("You do not have access to this lane.")
     try:
         with transaction.atomic():
-            guard_timeouts()
             row = _lock(task_id=task_id, kind=LaneKind.QA, user=user, token=token)
             outcome = _finish(
                 sql_lanes.RECORD_QA_REVIEW,
@@ -327,7 +335,6 @@ def adjudicate(
         raise NotPermitted("Adjudication needs the permission to overturn decisions.")
     try:
         with transaction.atomic():
-            guard_timeouts()
             row = _lock(task_id=task_id, kind=LaneKind.ADJUDICATION, user=user, token=token)
             overturn_id = None
             if not uphold:
