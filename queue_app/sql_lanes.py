@@ -218,3 +218,47 @@ SELECT queue_id, kind, count(*) AS open,
  WHERE state = 'open'
  GROUP BY queue_id, kind
 """
+
+# The console home's lanes for one user, in one statement: per queue and lane the user may
+# work, the open tasks, how many are leased now, the oldest, and whether the lane is set up at
+# all (a check policy, a QA rate) so that an idle, unconfigured lane is not listed. Checks and
+# QA: the queues the user reviews (%(queue_ids)s, which the home page has read already).
+# Adjudication: every queue, for a holder of can_overturn (directly, through a group, or as a
+# superuser; the claim asks Django's has_perm again). An API client's service user gets none.
+LANES_FOR_USER = """
+WITH me AS MATERIALIZED (
+    SELECT NOT EXISTS (SELECT 1 FROM queue_app_apiclient WHERE user_id = %(user_id)s) AS human,
+           %(is_active)s AND (%(is_superuser)s OR EXISTS (
+               SELECT 1 FROM auth_permission AS p
+                 JOIN django_content_type AS ct ON ct.id = p.content_type_id
+                WHERE ct.app_label = 'queue_app' AND p.codename = 'can_overturn'
+                  AND (EXISTS (SELECT 1 FROM auth_user_user_permissions AS up
+                                WHERE up.user_id = %(user_id)s AND up.permission_id = p.id)
+                       OR EXISTS (SELECT 1 FROM auth_group_permissions AS gp
+                                    JOIN auth_user_groups AS ug ON ug.group_id = gp.group_id
+                                   WHERE ug.user_id = %(user_id)s
+                                     AND gp.permission_id = p.id)))) AS can_overturn
+), lanes AS (
+    SELECT q.id AS queue_id, q.slug, q.name, q.qa_rate, k.kind
+      FROM queue_app_queue AS q
+     CROSS JOIN (VALUES ('check'), ('qa'), ('adjudication')) AS k (kind)
+     CROSS JOIN me
+     WHERE me.human
+       AND ((k.kind <> 'adjudication' AND q.id = ANY(%(queue_ids)s::bigint[]))
+            OR (k.kind = 'adjudication' AND me.can_overturn))
+)
+SELECT l.queue_id, l.slug, l.name, l.kind,
+       count(t.id) AS open,
+       count(t.id) FILTER (WHERE t.lease_expires > now()) AS leased,
+       min(t.created_at) AS oldest,
+       CASE l.kind
+            WHEN 'check' THEN EXISTS (SELECT 1 FROM queue_app_checkpolicy AS p
+                                       WHERE p.queue_id = l.queue_id)
+            WHEN 'qa' THEN l.qa_rate > 0
+            ELSE false END AS configured
+  FROM lanes AS l
+  LEFT JOIN queue_app_lanetask AS t
+         ON t.queue_id = l.queue_id AND t.kind = l.kind AND t.state = 'open'
+ GROUP BY l.queue_id, l.slug, l.name, l.qa_rate, l.kind
+ ORDER BY l.name, array_position(ARRAY['check', 'qa', 'adjudication'], l.kind)
+"""

@@ -188,7 +188,7 @@ def home(request: HttpRequest) -> HttpResponse:
             "leases": leases,
             "now": now,
             # Second-person lanes this user may work (console/_lanes.html).
-            "lanes": lanes_for_user(user=request.user),
+            "lanes": lanes_for_user(user=request.user, queue_ids=[q.pk for q in queues]),
         },
     )
 

@@ -8,12 +8,10 @@ reviewer QA-ing their own (migration 0011); the checks here only say it in words
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Min, Q
 
 from queue_app import sql, sql_lanes
 from queue_app.errors import (
@@ -376,48 +374,38 @@ def lane_backlog(*, queue_ids: list[int] | None = None) -> dict[tuple[int, str],
     }
 
 
-def lanes_for_user(*, user: User) -> list[dict[str, Any]]:
-    """The lanes a user may work, per queue, with their backlog (for the console's home)."""
-    kinds = user_lane_kinds(user=user)
-    if not kinds:
+def lanes_for_user(*, user: User, queue_ids: list[int] | None = None) -> list[dict[str, Any]]:
+    """The lanes a user may work, per queue, with their backlog (for the console's home).
+
+    queue_ids: the queues the user reviews, when the caller has read them already. One
+    statement (sql_lanes.LANES_FOR_USER). A lane is listed when it has work, or when it is set
+    up (a check policy, a QA rate); adjudication only when there is something to settle.
+    """
+    if not user.is_authenticated:
         return []
-    review_queues = list(queues_for_user(user=user).order_by("name"))
-    # Adjudicators hold can_overturn, which (like overturns in the admin) spans queues.
-    every = list(Queue.objects.order_by("name")) if LaneKind.ADJUDICATION in kinds else []
-    backlog = lane_backlog()
-    lanes = []
-    for kind in kinds:
-        for queue in every if kind == LaneKind.ADJUDICATION else review_queues:
-            row = backlog.get((queue.pk, kind))
-            if row is None and kind == LaneKind.ADJUDICATION:
-                continue  # adjudication lanes appear only where there is something to settle
-            lanes.append(
-                {
-                    "queue": queue,
-                    "kind": kind,
-                    "name": LANE_NAMES[kind],
-                    "open": row["open"] if row else 0,
-                    "leased": row["leased"] if row else 0,
-                    "oldest": row["oldest"] if row else None,
-                }
-            )
-    # Lanes that never had work stay out of the way: a queue with no policy and no QA rate.
-    configured = _configured_queues()
+    if queue_ids is None:
+        queue_ids = list(queues_for_user(user=user).values_list("pk", flat=True))
+    rows = fetch_dicts(
+        sql_lanes.LANES_FOR_USER,
+        {
+            "user_id": user.pk,
+            "is_active": user.is_active,
+            "is_superuser": user.is_superuser,
+            "queue_ids": queue_ids,
+        },
+    )
     return [
-        lane
-        for lane in lanes
-        if lane["open"] or lane["queue"].pk in configured.get(lane["kind"], set())
+        {
+            "queue": {"pk": r["queue_id"], "slug": r["slug"], "name": r["name"]},
+            "kind": r["kind"],
+            "name": LANE_NAMES[LaneKind(r["kind"])],
+            "open": r["open"],
+            "leased": r["leased"],
+            "oldest": r["oldest"],
+        }
+        for r in rows
+        if r["open"] or r["configured"]
     ]
-
-
-def _configured_queues() -> dict[str, set[int]]:
-    from queue_app.models import CheckPolicy
-
-    return {
-        LaneKind.CHECK: set(CheckPolicy.objects.values_list("queue_id", flat=True)),
-        LaneKind.QA: set(Queue.objects.filter(qa_rate__gt=0).values_list("pk", flat=True)),
-        LaneKind.ADJUDICATION: set(),
-    }
 
 
 def lane_task_for(*, task_id: int, user: User) -> LaneTask | None:
@@ -439,25 +427,12 @@ def lane_task_for(*, task_id: int, user: User) -> LaneTask | None:
     return task
 
 
-def lane_summary(*, window: timedelta) -> dict[str, Any]:
-    """Checks finished in the window: confirmed and returned counts (for the return rate)."""
-    from queue_app.services._common import database_now
-
-    since = database_now() - window
-    return LaneOutcome.objects.filter(kind=LaneKind.CHECK, created_at__gte=since).aggregate(
-        confirmed=Count("pk", filter=Q(result=LaneResult.CONFIRMED)),
-        returned=Count("pk", filter=Q(result=LaneResult.RETURNED)),
-        oldest=Min("created_at"),
-    )
-
-
 __all__ = [
     "LANE_NAMES",
     "adjudicate",
     "claim_lane_task",
     "confirm_check",
     "lane_backlog",
-    "lane_summary",
     "lane_task_for",
     "lanes_for_user",
     "record_qa_review",

@@ -1,4 +1,4 @@
-"""How many SQL statements a check cycle costs (Next check, then Confirm): a budget, not a timing."""
+"""How many SQL statements a check cycle costs (Next check, then Confirm): a budget."""
 
 from __future__ import annotations
 

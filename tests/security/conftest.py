@@ -149,8 +149,9 @@ def world(queue, alice, bob, stranger, viewer, root) -> World:
     robot_held.refresh_from_db()
     # Second-person lanes: bob's next approval needs a check, which alice holds.
     make_items(queue, 1, prefix="lane")
-    CheckPolicy.objects.create(queue=queue, verdict="approve")
+    policy = CheckPolicy.objects.create(queue=queue, verdict="approve")
     checked = _decided_by(queue, bob)
+    policy.delete()  # only that one decision: the rest of the world decides as before
     lane_task = claim_lane_task(queue=queue, kind="check", user=alice)
     assert lane_task is not None and lane_task.decision_id == checked.pk
     LaneTask.objects.filter(pk=lane_task.pk).update(lease_expires=Now() + timedelta(seconds=60))
