@@ -42,7 +42,11 @@ def _new_page(browser, live_server, username: str) -> Page:
 
 
 def test_maker_decides_checker_confirms_and_the_effect_is_applied(
-    browser, live_server, alice, carol, recon_queue  # noqa: F811
+    browser,
+    live_server,
+    alice,
+    carol,
+    recon_queue,  # noqa: F811
 ):
     CheckPolicy.objects.create(
         queue=recon_queue, verdict="approve", path="variance_amount", threshold=Decimal("1000")
@@ -91,16 +95,16 @@ def test_a_qa_round_with_a_disagreement_ends_in_an_overturn(
 ):
     queue.qa_rate = 100
     queue.save(update_fields=["qa_rate"])
-    # History for the agreement panel: bob's approvals, QA-reviewed by carol, who agrees.
-    for _ in range(3):
-        decide_one(queue, bob)
+    # History for the agreement panel: bob's decisions, QA-reviewed by carol, who agrees.
+    for verdict, reason in [("approve", "verified"), ("reject", "fraud"), ("approve", "verified")]:
+        decide_one(queue, bob, verdict=verdict, reason=reason)
         task = claim_lane_task(queue=queue, kind="qa", user=carol)
         record_qa_review(
             task_id=task.pk,
             user=carol,
             lease_token=task.lease_token,
-            verdict="approve",
-            reason_code="verified",
+            verdict=verdict,
+            reason_code=reason,
         )
     sampled = decide_one(queue, alice, note="Passport verified against the registry")
     qa = _new_page(browser, live_server, "carol")
@@ -132,4 +136,6 @@ def test_a_qa_round_with_a_disagreement_ends_in_an_overturn(
     ops.goto(f"{live_server.url}/ops/")
     panel = ops.locator("#lanes")
     expect(panel.locator("#agreement-panel")).to_contain_text("Kyc")
+    # approve/approve 2, reject/reject 1, approve/reject 1: p_o = .75, p_e = .5, kappa = .5.
+    expect(panel.locator("#agreement-panel .kappa")).to_have_text("0.50")
     _docs_shot(panel, "agreement-panel")
