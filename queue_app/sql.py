@@ -314,6 +314,10 @@ WITH candidates AS MATERIALIZED (
       JOIN queue_app_queue AS q ON q.id = i.queue_id
      WHERE q.escalation_queue_id IS NOT NULL
        AND i.lease_count >= q.escalation_threshold
+       -- An item a checker returned (review_round > 0) has a decision in this queue, whose
+       -- foreign key (decision_item_in_queue) pins the item's queue: moving it would fail the
+       -- whole sweep. It stays, visible to doctor's STARVATION (issue 14).
+       AND i.review_round = 0
        AND (i.state = 'pending' OR (i.state = 'leased' AND i.lease_expires < now()))
      ORDER BY i.id
      LIMIT %(limit)s

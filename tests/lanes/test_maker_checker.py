@@ -252,3 +252,17 @@ def test_a_policy_without_a_path_always_applies(queue, alice):
     CheckPolicy.objects.create(queue=queue, verdict="reject")
     decision = decide_one(queue, alice, verdict="reject", reason="fraud")
     assert ReviewItem.objects.get(pk=decision.item_id).state == "awaiting_check"
+
+
+def test_the_abandonment_sweep_leaves_a_returned_item_in_place(checked_queue, alice, carol, queue):
+    from queue_app.services import escalate_abandoned
+
+    checked_queue.escalation_queue = queue.escalation_queue
+    checked_queue.escalation_threshold = 1
+    checked_queue.save(update_fields=["escalation_queue", "escalation_threshold"])
+    decision = decide_one(checked_queue, alice)
+    task = claim_lane_task(queue=checked_queue, kind="check", user=carol)
+    return_check(task_id=task.pk, user=carol, lease_token=task.lease_token, note="Again")
+    ReviewItem.objects.filter(pk=decision.item_id).update(lease_count=5)
+    escalate_abandoned()  # would fail on the decision's foreign key if it moved the item
+    assert ReviewItem.objects.get(pk=decision.item_id).queue_id == checked_queue.pk
