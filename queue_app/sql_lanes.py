@@ -208,17 +208,6 @@ FINISH_ADJUDICATION = _FINISH.format(
 )""",
 )
 
-# Per queue and lane: open tasks, how many are leased now, and the oldest open task's creation
-# time. One pass over lanetask_open_claim.
-LANE_BACKLOG = """
-SELECT queue_id, kind, count(*) AS open,
-       count(*) FILTER (WHERE lease_expires > now()) AS leased,
-       min(created_at) AS oldest
-  FROM queue_app_lanetask
- WHERE state = 'open'
- GROUP BY queue_id, kind
-"""
-
 # The console home's lanes for one user, in one statement: per queue and lane the user may
 # work, the open tasks, how many are leased now, the oldest, and whether the lane is set up at
 # all (a check policy, a QA rate) so that an idle, unconfigured lane is not listed. Checks and
@@ -261,4 +250,44 @@ SELECT l.queue_id, l.slug, l.name, l.kind,
          ON t.queue_id = l.queue_id AND t.kind = l.kind AND t.state = 'open'
  GROUP BY l.queue_id, l.slug, l.name, l.qa_rate, l.kind
  ORDER BY l.name, array_position(ARRAY['check', 'qa', 'adjudication'], l.kind)
+"""
+
+# -- figures (/ops/, /metrics, doctor) -----------------------------------------------------------
+
+# Open lane tasks per queue and lane with the queue's name, and the database clock (ages are
+# judged by it). One pass over lanetask_open_claim.
+LANE_BACKLOG_NAMED = """
+SELECT q.id AS queue_id, q.slug, q.name, t.kind, count(*) AS open,
+       count(*) FILTER (WHERE t.lease_expires > now()) AS leased,
+       min(t.created_at) AS oldest, now() AS now
+  FROM queue_app_lanetask AS t JOIN queue_app_queue AS q ON q.id = t.queue_id
+ WHERE t.state = 'open'
+ GROUP BY q.id, q.slug, q.name, t.kind
+ ORDER BY q.name, t.kind
+"""
+
+# Checks finished in the window per queue: how many, how many returned (the return rate).
+CHECKS_FINISHED = """
+SELECT q.slug, count(*) AS total, count(*) FILTER (WHERE o.result = 'returned') AS returned
+  FROM queue_app_laneoutcome AS o
+  JOIN queue_app_lanetask AS t ON t.id = o.task_id
+  JOIN queue_app_queue AS q ON q.id = t.queue_id
+ WHERE o.kind = 'check' AND o.created_at >= now() - %(window)s
+ GROUP BY q.slug
+"""
+
+# Every QA review in the window with the decision it sampled: the agreement figures per queue
+# and per reviewer are both computed from these rows (services.agreement). The window is read
+# through laneoutcome_kind_at.
+QA_REVIEWS_IN_WINDOW = """
+SELECT q.id AS queue_id, q.slug, q.name AS queue_name,
+       d.reviewer_id, coalesce(d.reviewer_username, u.username) AS reviewer_username,
+       d.verdict AS first_verdict, o.verdict AS qa_verdict, o.agrees_verdict, o.agrees_reason
+  FROM queue_app_laneoutcome AS o
+  JOIN queue_app_lanetask AS t ON t.id = o.task_id
+  JOIN queue_app_decision AS d ON d.id = t.decision_id
+  JOIN auth_user AS u ON u.id = d.reviewer_id
+  JOIN queue_app_queue AS q ON q.id = t.queue_id
+ WHERE o.kind = 'qa' AND o.result = 'reviewed' AND o.created_at >= now() - %(window)s
+   AND (%(queue_id)s::bigint IS NULL OR t.queue_id = %(queue_id)s::bigint)
 """

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from queue_app import sql_lanes
 from queue_app.lanes import Rate, kappa_from_table
-from queue_app.models import LaneKind, LaneOutcome, LaneResult
-from queue_app.services._common import database_now
+from queue_app.managers import fetch_dicts
 
 DEFAULT_WINDOW = timedelta(days=30)
 
@@ -25,31 +25,19 @@ class Agreement:
     table: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
-def _rows(*, window: timedelta, queue_id: int | None = None) -> list[dict[str, Any]]:
-    since = database_now() - window
-    qs = LaneOutcome.objects.filter(
-        kind=LaneKind.QA, result=LaneResult.REVIEWED, created_at__gte=since
-    )
-    if queue_id is not None:
-        qs = qs.filter(task__queue_id=queue_id)
-    return list(
-        qs.values(
-            "task__queue_id",
-            "task__queue__name",
-            "task__decision__reviewer_id",
-            "task__decision__reviewer_username",
-            "task__decision__verdict",
-            "verdict",
-            "agrees_verdict",
-            "agrees_reason",
-        )
+def qa_review_rows(
+    *, window: timedelta = DEFAULT_WINDOW, queue_id: int | None = None, using: str = "default"
+) -> list[dict[str, Any]]:
+    """Every QA review in the window with its sampled decision (one statement)."""
+    return fetch_dicts(
+        sql_lanes.QA_REVIEWS_IN_WINDOW, {"window": window, "queue_id": queue_id}, using=using
     )
 
 
 def _agreement(rows: list[dict[str, Any]], *, with_kappa: bool) -> Agreement:
     table: dict[tuple[str, str], int] = {}
     for r in rows:
-        key = (r["task__decision__verdict"], r["verdict"])
+        key = (r["first_verdict"], r["qa_verdict"])
         table[key] = table.get(key, 0) + 1
     return Agreement(
         verdict=Rate(sum(1 for r in rows if r["agrees_verdict"]), len(rows)),
@@ -59,33 +47,37 @@ def _agreement(rows: list[dict[str, Any]], *, with_kappa: bool) -> Agreement:
     )
 
 
-def agreement_by_queue(*, window: timedelta = DEFAULT_WINDOW) -> list[dict[str, Any]]:
-    """Per queue with QA reviews in the window: name, agreement, kappa, intervals."""
-    rows = _rows(window=window)
-    by_queue: dict[int, list[dict[str, Any]]] = {}
-    names: dict[int, str] = {}
+def agreement_by_queue(
+    *, window: timedelta = DEFAULT_WINDOW, rows: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """Per queue with QA reviews in the window: name, slug, agreement with kappa."""
+    rows = qa_review_rows(window=window) if rows is None else rows
+    groups: dict[int, list[dict[str, Any]]] = {}
     for r in rows:
-        by_queue.setdefault(r["task__queue_id"], []).append(r)
-        names[r["task__queue_id"]] = r["task__queue__name"]
+        groups.setdefault(r["queue_id"], []).append(r)
     return [
-        {"queue_id": qid, "queue": names[qid], "agreement": _agreement(rs, with_kappa=True)}
-        for qid, rs in sorted(by_queue.items(), key=lambda kv: names[kv[0]])
+        {
+            "queue_id": qid,
+            "queue": rs[0]["queue_name"],
+            "slug": rs[0]["slug"],
+            "agreement": _agreement(rs, with_kappa=True),
+        }
+        for qid, rs in sorted(groups.items(), key=lambda kv: kv[1][0]["queue_name"])
     ]
 
 
 def agreement_by_reviewer(
-    *, queue_id: int | None = None, window: timedelta = DEFAULT_WINDOW
+    *,
+    queue_id: int | None = None,
+    window: timedelta = DEFAULT_WINDOW,
+    rows: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """Per original reviewer: how often QA agreed with their decisions (with the interval)."""
-    rows = _rows(window=window, queue_id=queue_id)
-    by_reviewer: dict[int, list[dict[str, Any]]] = {}
-    names: dict[int, str] = {}
+    rows = qa_review_rows(window=window, queue_id=queue_id) if rows is None else rows
+    groups: dict[int, list[dict[str, Any]]] = {}
     for r in rows:
-        by_reviewer.setdefault(r["task__decision__reviewer_id"], []).append(r)
-        names[r["task__decision__reviewer_id"]] = r["task__decision__reviewer_username"] or str(
-            r["task__decision__reviewer_id"]
-        )
+        groups.setdefault(r["reviewer_id"], []).append(r)
     return [
-        {"reviewer": names[rid], "agreement": _agreement(rs, with_kappa=False)}
-        for rid, rs in sorted(by_reviewer.items(), key=lambda kv: names[kv[0]])
+        {"reviewer": rs[0]["reviewer_username"], "agreement": _agreement(rs, with_kappa=False)}
+        for _, rs in sorted(groups.items(), key=lambda kv: kv[1][0]["reviewer_username"])
     ]

@@ -364,16 +364,6 @@ def adjudicate(
     return outcome
 
 
-def lane_backlog(*, queue_ids: list[int] | None = None) -> dict[tuple[int, str], dict[str, Any]]:
-    """Open tasks per (queue, lane): open, leased now, oldest creation time."""
-    rows = fetch_dicts(sql_lanes.LANE_BACKLOG, {})
-    return {
-        (r["queue_id"], r["kind"]): r
-        for r in rows
-        if queue_ids is None or r["queue_id"] in queue_ids
-    }
-
-
 def lanes_for_user(*, user: User, queue_ids: list[int] | None = None) -> list[dict[str, Any]]:
     """The lanes a user may work, per queue, with their backlog (for the console's home).
 
@@ -432,7 +422,6 @@ __all__ = [
     "adjudicate",
     "claim_lane_task",
     "confirm_check",
-    "lane_backlog",
     "lane_task_for",
     "lanes_for_user",
     "record_qa_review",
