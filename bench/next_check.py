@@ -37,7 +37,21 @@ from bench.common import (
 SUBJECT = "Bench check"
 
 
+CHUNK = 5_000
+
+
 def load_checks(queue_id: int, maker_id: int, reason_id: int, n: int, *, state: str) -> None:
+    """n items awaiting (or past) their check, in statements of CHUNK rows each."""
+    for start in range(0, n, CHUNK):
+        _load_chunk(queue_id, maker_id, reason_id, min(CHUNK, n - start), state=state)
+    from django.db import connection
+
+    with connection.cursor() as c:
+        c.execute("VACUUM ANALYZE queue_app_lanetask")
+        c.execute("VACUUM ANALYZE queue_app_reviewitem")
+
+
+def _load_chunk(queue_id: int, maker_id: int, reason_id: int, n: int, *, state: str) -> None:
     """n items awaiting (or past) their check, each with the maker's decision and its task."""
     from django.db import connection
 
@@ -87,8 +101,6 @@ def load_checks(queue_id: int, maker_id: int, reason_id: int, n: int, *, state: 
                 "checker": maker_id + 1,
             },
         )
-        c.execute("VACUUM ANALYZE queue_app_lanetask")
-        c.execute("VACUUM ANALYZE queue_app_reviewitem")
 
 
 def lease_head(queue_id: int, holder_ids: list[int]) -> None:

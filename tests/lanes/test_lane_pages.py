@@ -98,3 +98,9 @@ def test_an_outsider_sees_no_lane_and_no_task(checked_queue, alice, outsider):
     task = LaneTask.objects.get(decision=decision)
     assert _as(outsider).get(f"/lanes/{task.pk}/").status_code == 404
     assert _as(outsider).post(f"/queues/{checked_queue.slug}/lanes/check/next/").status_code == 403
+
+
+def test_the_item_page_says_a_decision_awaits_its_check(checked_queue, alice, carol):
+    decision = decide_one(checked_queue, alice)
+    html = _as(carol).get(f"/items/{decision.item_id}/").content.decode()
+    assert 'id="awaiting-check"' in html and "second person" in html
