@@ -159,11 +159,12 @@ def measure(queue, checker, n: int, *, expect: bool = True) -> dict[str, dict[st
 
 def statements_per_cycle(queue, checker) -> dict[str, object]:
     """Statements of one Next check + Confirm (committed), as the server sees them."""
-    from django.db import connection
+    from django.db import connection, reset_queries
     from django.test.utils import CaptureQueriesContext
 
     from queue_app.services import claim_lane_task, confirm_check
 
+    reset_queries()  # the query log is a bounded deque: past its limit the counts read 0
     with CaptureQueriesContext(connection) as claim:
         task = claim_lane_task(queue=queue, kind="check", user=checker)
     with CaptureQueriesContext(connection) as confirm:

@@ -62,7 +62,9 @@ class CheckPolicy(models.Model):
     fails safe, it never lets a decision through because the evidence was malformed.
     """
 
-    queue = models.ForeignKey("queue_app.Queue", on_delete=models.CASCADE, related_name="+")
+    queue = models.ForeignKey(
+        "queue_app.Queue", on_delete=models.CASCADE, related_name="check_policies"
+    )
     verdict = models.CharField(max_length=16, choices=CHECK_POLICY_VERDICTS)
     path = models.CharField(
         max_length=200,

@@ -270,7 +270,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='checkpolicy',
             name='queue',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='queue_app.queue'),
+            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='check_policies', to='queue_app.queue'),
         ),
         migrations.CreateModel(
             name='LaneOutcome',

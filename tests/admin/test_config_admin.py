@@ -30,6 +30,10 @@ def _queue_form(**fields) -> dict:
         # The evidence-rule inline's management form (no rules).
         "evidence_rules-TOTAL_FORMS": "0",
         "evidence_rules-INITIAL_FORMS": "0",
+        # Second-person controls: the QA rate and the maker-checker policy inline (none).
+        "qa_rate": "0",
+        "check_policies-TOTAL_FORMS": "0",
+        "check_policies-INITIAL_FORMS": "0",
         **fields,
     }
 
