@@ -68,6 +68,8 @@ def pgbench_script(*, queue_id: int, reason_code: str, first_user: int, users: i
         "note": "''",
         "supersedes_id": "NULL",
         "corrected_verdict": "NULL",
+        "needs_check": "false",
+        "qa_sampled": "false",
     }
     # The round trips mirror the services'. claim_next sends BEGIN, the guard, the renew, the
     # claim and COMMIT together (managers.run_together); submit_decision sends BEGIN, the guard

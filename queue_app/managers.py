@@ -414,6 +414,8 @@ class DecisionManager(models.Manager["Decision"]):
         lease_token: UUID | None = None,
         supersedes_id: int | None = None,
         corrected_verdict: str | None = None,
+        needs_check: bool = False,
+        qa_sampled: bool = False,
         commit: bool = False,
     ) -> Decision:
         """Insert a decision (commit: and end the transaction, see run_together).
@@ -436,6 +438,8 @@ class DecisionManager(models.Manager["Decision"]):
                         "lease_token": lease_token,
                         "supersedes_id": supersedes_id,
                         "corrected_verdict": corrected_verdict,
+                        "needs_check": needs_check,
+                        "qa_sampled": qa_sampled,
                     },
                 )
             ],

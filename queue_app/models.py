@@ -44,6 +44,9 @@ class ItemState(models.TextChoices):
     # On hold, awaiting information, until hold_until: no claim takes it before then, and the
     # first claim after takes it (sql._CLAIM, candidate set "resumed"). Issue 15.
     HELD = "held", "On hold"
+    # Decided by a maker whose verdict needs a second person's check before it takes effect
+    # (queue_app/lanes.py); not claimable for review, and no effect job yet.
+    AWAITING_CHECK = "awaiting_check", "Awaiting check"
 
 
 class Queue(models.Model):
@@ -116,10 +119,23 @@ class Queue(models.Model):
         default=timedelta(days=7),
         help_text="The longest a reviewer may put an item on hold in one go.",
     )
+    # Second-person controls (queue_app/lanes.py): the share of effective approve/reject
+    # decisions drawn for a blind QA review. Maker-checker policies are CheckPolicy rows.
+    qa_rate = models.DecimalField(
+        "QA sample rate (%)",
+        max_digits=5,
+        decimal_places=2,
+        default=0,
+        db_default=0,
+        help_text="Percentage (0-100) of effective decisions drawn for a blind second review.",
+    )
 
     class Meta:
         ordering = ["slug"]
         constraints = [
+            models.CheckConstraint(
+                condition=Q(qa_rate__gte=0, qa_rate__lte=100), name="queue_qa_rate_percent"
+            ),
             models.CheckConstraint(
                 condition=Q(lease_ttl__gt=timedelta(0)), name="queue_lease_ttl_positive"
             ),
@@ -355,6 +371,9 @@ class ReviewItem(models.Model):
     subject_key = models.CharField(  # noqa: DJ001
         max_length=200, null=True, blank=True
     )
+    # How many times a checker returned the item's decision (queue_app/lanes.py): each return
+    # opens a new round, and the database allows one review decision per item and round.
+    review_round = models.PositiveIntegerField(default=0, db_default=0)
 
     objects = ReviewItemManager()
 
@@ -423,9 +442,10 @@ class ReviewItem(models.Model):
                 ),
                 name="item_lease_columns_match_state",
             ),
+            # An item awaiting its check has been decided (by the maker) but not yet confirmed.
             models.CheckConstraint(
-                condition=Q(state="decided", decided_at__isnull=False)
-                | (~Q(state="decided") & Q(decided_at__isnull=True)),
+                condition=Q(state__in=["decided", "awaiting_check"], decided_at__isnull=False)
+                | (~Q(state__in=["decided", "awaiting_check"]) & Q(decided_at__isnull=True)),
                 name="item_decided_at_matches_state",
             ),
             # A held row names until when, since when and why; no other row carries them.
@@ -511,6 +531,10 @@ class Decision(models.Model):
     # Filled by the insert trigger: position and hash in the tamper-evident chain.
     chain_seq = models.BigIntegerField(null=True, editable=False, unique=True)
     chain_hash = models.CharField(max_length=64, blank=True, editable=False)
+    # The item's review_round when decided, set by the insert trigger of migration 0011 from
+    # the item row whatever the writer sends: a checker's return opens a new round, in which
+    # the item takes a new review decision (decision_one_per_item is per round).
+    review_round = models.PositiveIntegerField(default=0, db_default=0, editable=False)
 
     objects = DecisionManager()
 
@@ -547,9 +571,17 @@ class Decision(models.Model):
                 condition=Q(evidence_hash__regex=r"^[0-9a-f]{64}$"),
                 name="decision_evidence_hash_sha256",
             ),
-            # One reviewer verdict per item; later changes are overturns.
+            # One reviewer verdict per item and review round; later changes are overturns. A
+            # round ends only when a checker returns the decision (queue_app/lanes.py).
             models.UniqueConstraint(
-                fields=["item"], condition=~Q(verdict="overturn"), name="decision_one_per_item"
+                fields=["item", "review_round"],
+                condition=~Q(verdict="overturn"),
+                name="decision_one_per_item",
+            ),
+            # Target of the composite foreign key that ties a lane task to its decision's
+            # item, queue and maker (queue_app/lanes.py).
+            models.UniqueConstraint(
+                fields=["id", "item", "queue", "reviewer"], name="decision_id_item_queue_reviewer"
             ),
             # Target of the composite foreign key that keeps an overturn on its own item.
             models.UniqueConstraint(fields=["id", "item"], name="decision_id_item"),
@@ -651,6 +683,11 @@ class ItemEventKind(models.TextChoices):
     ATTACHMENT_REVEALED = "attachment_revealed", "Sensitive image revealed"
     HELD = "held", "Put on hold"
     RESUMED = "resumed", "Back from hold"
+    # Second-person controls (queue_app/lanes.py).
+    CHECK_CONFIRMED = "check_confirmed", "Check confirmed"
+    CHECK_RETURNED = "check_returned", "Check returned"
+    QA_REVIEWED = "qa_reviewed", "QA reviewed"
+    ADJUDICATED = "adjudicated", "Adjudicated"
 
 
 class ItemEvent(models.Model):
@@ -792,3 +829,13 @@ class ApiClient(models.Model):
 
 # Access and configuration history (append-only, recorded by triggers): queue_app/access_history.py
 from queue_app import access_history  # noqa: E402, F401
+
+# Second-person controls: maker-checker policies, lane tasks and their outcomes.
+from queue_app.lanes_models import (  # noqa: E402, F401
+    CheckPolicy,
+    LaneKind,
+    LaneOutcome,
+    LaneResult,
+    LaneState,
+    LaneTask,
+)

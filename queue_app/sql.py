@@ -284,7 +284,15 @@ UPDATE queue_app_reviewitem AS i
    AND i.lease_token = %(lease_token)s AND i.lease_owner_id = %(owner_id)s
    AND q.id = i.queue_id
 RETURNING i.id, i.queue_id, i.subject, i.payload, i.attachments,
-          q.slug AS queue_slug, q.escalation_queue_id
+          q.slug AS queue_slug, q.escalation_queue_id,
+          -- Second-person controls (queue_app/services/lanes.py): the queue's QA rate and its
+          -- maker-checker policies, so deciding whether the decision needs a check costs no
+          -- extra round trip. A handful of rows at most, by the policy's queue index.
+          q.qa_rate,
+          (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                      'verdict', p.verdict, 'path', p.path, 'threshold', p.threshold::text)),
+                   '[]'::jsonb)
+             FROM queue_app_checkpolicy AS p WHERE p.queue_id = i.queue_id) AS check_policies
 """
 
 # Record a decision with its outbox row and its audit event, in the caller's transaction (the
@@ -309,15 +317,30 @@ WITH decision AS (
             %(lease_token)s, now(), '')
  RETURNING *
 ), job AS (
+    -- A decision that needs a check gets its effect job only when a checker confirms it
+    -- (sql_lanes.CONFIRM_CHECK).
     INSERT INTO queue_app_effectjob
            (decision_id, queue_id, created_at, attempts, next_attempt_at, last_error, dead)
-    SELECT id, queue_id, now(), 0, now(), '', false FROM decision
+    SELECT id, queue_id, now(), 0, now(), '', false FROM decision WHERE NOT %(needs_check)s
 ), events AS (
     INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
     SELECT item_id, 'decided', reviewer_id, now(),
            jsonb_build_object('decision_id', id, 'verdict', verdict,
-                              'corrected_verdict', corrected_verdict)
+                              'corrected_verdict', corrected_verdict,
+                              'awaiting_check', %(needs_check)s)
       FROM decision
+), awaiting AS (
+    -- Second-person controls: the item waits for its check (not claimable for review), and
+    -- the check (or, for a decision drawn for QA, the QA review) joins its lane. The lane
+    -- task's foreign key ties it to this decision's item, queue and maker at statement end.
+    UPDATE queue_app_reviewitem SET state = 'awaiting_check'
+     WHERE id = %(item_id)s AND %(needs_check)s
+), lane AS (
+    INSERT INTO queue_app_lanetask
+           (kind, queue_id, item_id, decision_id, maker_id, state, lease_count, created_at)
+    SELECT CASE WHEN %(needs_check)s THEN 'check' ELSE 'qa' END,
+           queue_id, item_id, id, reviewer_id, 'open', 0, now()
+      FROM decision WHERE %(needs_check)s OR %(qa_sampled)s
 )
 SELECT * FROM decision
 """
@@ -340,6 +363,10 @@ WITH candidates AS MATERIALIZED (
       JOIN queue_app_queue AS q ON q.id = i.queue_id
      WHERE q.escalation_queue_id IS NOT NULL
        AND i.lease_count >= q.escalation_threshold
+       -- An item a checker returned (review_round > 0) has a decision in this queue, whose
+       -- foreign key (decision_item_in_queue) pins the item's queue: moving it would fail the
+       -- whole sweep. It stays, visible to doctor's STARVATION (issue 14).
+       AND i.review_round = 0
        AND (i.state = 'pending' OR (i.state = 'leased' AND i.lease_expires < now()))
      ORDER BY i.id
      LIMIT %(limit)s

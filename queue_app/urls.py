@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from queue_app.console import attachments, views
+from queue_app.console import attachments, lanes, views
 from queue_app.mywork.views import my_work_page
 
 urlpatterns = [
@@ -26,4 +26,12 @@ urlpatterns = [
         name="item-attachment-reveal",
     ),
     path("items/<int:item_id>/hold/", views.item_hold, name="item-hold"),
+    # Second-person lanes (queue_app/console/lanes.py): checks, QA reviews, adjudications.
+    path("queues/<slug:slug>/lanes/<str:kind>/next/", lanes.lane_next, name="lane-next"),
+    path("lanes/<int:task_id>/", lanes.lane_task, name="lane-task"),
+    path("lanes/<int:task_id>/confirm/", lanes.lane_confirm, name="lane-confirm"),
+    path("lanes/<int:task_id>/return/", lanes.lane_return, name="lane-return"),
+    path("lanes/<int:task_id>/qa/", lanes.lane_qa, name="lane-qa"),
+    path("lanes/<int:task_id>/adjudicate/", lanes.lane_adjudicate, name="lane-adjudicate"),
+    path("lanes/<int:task_id>/release/", lanes.lane_release, name="lane-release"),
 ]

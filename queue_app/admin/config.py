@@ -14,6 +14,7 @@ from queue_app.admin.filters import (
 )
 from queue_app.admin.forms import QueueForm, ReasonCodeForm, reason_code_in_use
 from queue_app.models import (
+    CheckPolicy,
     EvidenceRule,
     HoldReason,
     Queue,
@@ -39,6 +40,20 @@ class HoldReasonInline(admin.TabularInline):
     verbose_name = "hold reason"
 
 
+class CheckPolicyInline(admin.TabularInline):
+    """Maker-checker: which verdicts need a second person's check before their effect runs.
+
+    Empty path: always. A path and a threshold: when the payload's number there is at or
+    above it (compared exactly; a missing or non-numeric value needs a check too).
+    """
+
+    model = CheckPolicy
+    extra = 0
+    fields = ("verdict", "path", "threshold")
+    verbose_name = "maker-checker policy"
+    verbose_name_plural = "maker-checker policies (decisions that need a checker)"
+
+
 @admin.register(Queue)
 class QueueAdmin(admin.ModelAdmin):
     form = QueueForm
@@ -54,7 +69,7 @@ class QueueAdmin(admin.ModelAdmin):
     list_select_related = ("escalation_queue",)
     search_fields = ("slug", "name")
     filter_horizontal = ("reviewer_groups",)
-    inlines = (EvidenceRuleInline, HoldReasonInline)
+    inlines = (EvidenceRuleInline, HoldReasonInline, CheckPolicyInline)
     fieldsets = (
         (None, {"fields": ("slug", "name", "description")}),
         ("Leases", {"fields": ("lease_ttl", "max_in_flight", "release_skip")}),
@@ -63,6 +78,8 @@ class QueueAdmin(admin.ModelAdmin):
         ("Deadlines and holds", {"fields": ("default_sla", "sla_warning", "max_hold")}),
         ("Effect", {"fields": ("effect", "webhook_url", "webhook_secret_env")}),
         ("Access", {"fields": ("reviewer_groups",)}),
+        # Second-person controls: maker-checker policies are the inline below.
+        ("QA sampling", {"fields": ("qa_rate",)}),
     )
 
 

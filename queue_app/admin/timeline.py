@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from queue_app.admin.lane_timeline import LANE_EVENT_KINDS, lane_entries
 from queue_app.datetimes import local_text
 from queue_app.jsonutil import exact_dumps
 from queue_app.models import (
@@ -194,10 +195,16 @@ def item_timeline(item: ReviewItem) -> Timeline:
     if not any(event.kind == ItemEventKind.CREATED for event in events):
         # Items written without the intake service have no created event; the row still knows.
         entries.append(Entry(at=item.created_at, kind="event", title="Created"))
-    # A decided event and its decision row are one fact; the decision line says more.
-    entries += [_event_entry(e, queues) for e in events if e.kind != ItemEventKind.DECIDED]
+    # A decided event and its decision row are one fact; the decision line says more. So are
+    # a lane event and its task's lines (below).
+    entries += [
+        _event_entry(e, queues)
+        for e in events
+        if e.kind != ItemEventKind.DECIDED and e.kind not in LANE_EVENT_KINDS
+    ]
     for decision in decisions:
         entries += _decision_entries(decision)
+    entries += lane_entries(item)
     entries.sort(key=lambda entry: entry.at)
 
     superseded = {d.supersedes_id for d in decisions if d.supersedes_id}

@@ -9,11 +9,30 @@ from django.utils import timezone
 
 from queue_app import services
 from queue_app.evidence import attachments_of, item_evidence_hash
-from queue_app.models import ApiClient, Decision, ItemState, ReviewItem
+from queue_app.models import ApiClient, Decision, ItemState, LaneKind, LaneResult, ReviewItem
+
+
+def _check_status(decision: Decision) -> str | None:
+    """awaiting_check or returned while a checker holds the effect back (queue_app/lanes.py).
+
+    Reads the decision's lane tasks as prefetched (item_decisions, reload_decision).
+    """
+    for task in decision.lane_tasks.all():
+        if task.kind != LaneKind.CHECK:
+            continue
+        outcome = getattr(task, "outcome", None)
+        if outcome is None:
+            return "awaiting_check"
+        if outcome.result == LaneResult.RETURNED:
+            return "returned"
+    return None
 
 
 def _applied(decision: Decision) -> tuple[str, Any]:
     """Return (status, applied_at) of the decision's effect; relations must be preloaded."""
+    held = _check_status(decision)
+    if held is not None:
+        return held, None
     if hasattr(decision, "applied"):
         return "applied", decision.applied.applied_at
     job = getattr(decision, "effect_job", None)
@@ -27,7 +46,10 @@ def decision_out(
     if fresh_from is not None:
         # Just inserted in this request: its reason and author are the ones sent, and its
         # effect cannot have been applied yet; no need to read any of it back.
-        (reason_code, reviewer), (applied, applied_at) = fresh_from, ("pending", None)
+        (reason_code, reviewer) = fresh_from
+        # A decision in a checked queue waits for a human checker before any effect.
+        held = getattr(decision, "awaiting_check", False)
+        applied, applied_at = ("awaiting_check" if held else "pending"), None
     else:
         reason_code, reviewer = decision.reason_code.code, decision.reviewer
         applied, applied_at = _applied(decision)
@@ -52,8 +74,10 @@ def decision_out(
 
 def reload_decision(decision: Decision) -> Decision:
     """Return the decision with what decision_out reads (reason, author, effect) preloaded."""
-    return Decision.objects.select_related("reason_code", "reviewer", "applied", "effect_job").get(
-        pk=decision.pk
+    return (
+        Decision.objects.select_related("reason_code", "reviewer", "applied", "effect_job")
+        .prefetch_related("lane_tasks__outcome")
+        .get(pk=decision.pk)
     )
 
 
@@ -61,7 +85,8 @@ def item_out(item: ReviewItem, client: ApiClient) -> dict[str, Any]:
     """Render an item with its decisions in order and the outcome that stands."""
     decisions = services.item_decisions(item_id=item.pk)
     superseded = {d.supersedes_id for d in decisions if d.supersedes_id}
-    standing = [d for d in decisions if d.pk not in superseded]
+    # An unconfirmed (or returned) decision does not stand: it has no effect.
+    standing = [d for d in decisions if d.pk not in superseded and _check_status(d) is None]
     return {
         "id": item.pk,
         "queue": item.queue.slug,

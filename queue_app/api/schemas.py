@@ -238,8 +238,10 @@ class DecisionOut(Schema):
     supersedes: int | None
     corrected_verdict: str | None
     created_at: datetime
-    applied: Literal["applied", "pending", "dead"] = Field(
-        description="Whether the decision's effect has been carried out."
+    applied: Literal["applied", "pending", "dead", "awaiting_check", "returned"] = Field(
+        description="Whether the decision's effect has been carried out. awaiting_check: the "
+        "queue's policy needs a second person to confirm it first (no effect until then); "
+        "returned: the checker returned it, it never takes effect and the item is decided again."
     )
     applied_at: datetime | None
 
@@ -297,7 +299,7 @@ class AttachmentOut(Schema):
 class ItemOut(Schema):
     id: int
     queue: str
-    state: Literal["pending", "leased", "decided", "held"]
+    state: Literal["pending", "leased", "decided", "held", "awaiting_check"]
     subject: str
     priority: int
     payload: StoredPayload

@@ -46,6 +46,7 @@ from queue_app.services import (
     claim_next,
     handoff_refusal,
     item_handoff,
+    lanes_for_user,
     queues_for_user,
     release_lease,
     renew_lease,
@@ -191,7 +192,14 @@ def home(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "console/home.html",
-        {"title": "My queues", "queues": queues, "leases": leases, "now": now},
+        {
+            "title": "My queues",
+            "queues": queues,
+            "leases": leases,
+            "now": now,
+            # Second-person lanes this user may work (console/_lanes.html).
+            "lanes": lanes_for_user(user=request.user, queue_ids=[q.pk for q in queues]),
+        },
     )
 
 

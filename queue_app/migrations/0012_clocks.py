@@ -22,7 +22,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
     dependencies = [
         ("auth", "0012_alter_user_first_name_max_length"),
-        ("queue_app", "0010_sealed_chain"),
+        ("queue_app", "0011_second_person"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

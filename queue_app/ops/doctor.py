@@ -36,6 +36,8 @@ class Thresholds:
     unapplied: timedelta | None = None  # None: settings.UNAPPLIED_ALERT_MINUTES
     bloat_min_dead: int = 10_000
     bloat_dead_ratio: float = 0.3
+    # Second-person lanes: a check holds back a decision's effect, so it should not wait long.
+    lane_age: timedelta = timedelta(hours=4)
 
 
 @dataclass
@@ -230,6 +232,37 @@ def check_bloat(t: Thresholds) -> CheckResult:
     )
 
 
+def check_lane_backlog(t: Thresholds) -> CheckResult:
+    """LANE_BACKLOG: no second-person lane's oldest task is older than the threshold."""
+    from queue_app.ops.lanes import read_lane_figures
+
+    old = [
+        b
+        for b in read_lane_figures().backlog
+        if b.oldest_age is not None and b.oldest_age > t.lane_age
+    ]
+    if not old:
+        return CheckResult(
+            "LANE_BACKLOG",
+            True,
+            f"No check, QA review or adjudication has waited longer than {t.lane_age}.",
+        )
+    return CheckResult(
+        "LANE_BACKLOG",
+        False,
+        "Second-person work is waiting too long: "
+        + "; ".join(
+            f"{b.queue} {b.name}: {b.open} waiting, the oldest for {b.oldest_age}" for b in old
+        ),
+        details=[
+            {"queue": b.slug, "lane": b.kind, "open": b.open, "oldest": b.oldest} for b in old
+        ],
+        advice="A waiting check holds back its decision's effect. Add checkers to the queue's "
+        "reviewer group (a maker never gets their own check), or narrow the queue's "
+        "maker-checker policy in the admin; lower the QA sample rate if QA cannot keep up.",
+    )
+
+
 def run_checks(thresholds: Thresholds | None = None) -> list[CheckResult]:
     """Run every named check, in a fixed order, and return their results."""
     t = thresholds or Thresholds()
@@ -243,6 +276,7 @@ def run_checks(thresholds: Thresholds | None = None) -> list[CheckResult]:
         lambda: check_blocked_effects(t),
         lambda: check_bloat(t),
         lambda: check_sla_breach(t),
+        lambda: check_lane_backlog(t),
     ]
     return [check() for check in checks]
 

@@ -132,6 +132,10 @@ def exposition(*, accept: str = "", snapshot: OpsSnapshot | None = None) -> tupl
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SnapshotCollector(snapshot or read_snapshot(blocked=False)))
     registry.register(SlaCollector(read_sla()))  # deadlines and holds (issue 15)
+    # Second-person lanes: backlogs, ages, return rate, QA agreement and kappa per queue.
+    from queue_app.ops.lanes import LaneCollector, read_lane_figures
+
+    registry.register(LaneCollector(read_lane_figures()))
     return encoder(registry), content_type
 
 

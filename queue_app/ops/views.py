@@ -29,6 +29,7 @@ from queue_app.ops.figures import (
     QueueFigures,
     read_snapshot,
 )
+from queue_app.ops.lanes import agreement_rows, read_lane_figures, reviewer_rows
 from queue_app.ops.metrics import exposition
 from queue_app.services import retry_effect_job
 from reviewconsole.routers import replica_reads
@@ -129,8 +130,21 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "zone": zone_abbreviation(),
         "sla_rows": sla_rows(sla),
         "sla_window_hours": SLA_WINDOW_HOURS,
+        **lane_context(),
     }
     return render(request, "ops/dashboard.html", context)
+
+
+def lane_context() -> dict[str, object]:
+    """The second-person lanes panel (templates/ops/_lanes.html)."""
+    with replica_reads():
+        lanes = read_lane_figures()
+    return {
+        "lanes": lanes,
+        "lane_window_days": lanes.window.days,
+        "agreement_rows": agreement_rows(lanes),
+        "reviewer_rows": reviewer_rows(lanes),
+    }
 
 
 @login_required

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 from django.db.models.functions import Coalesce
 
 from queue_app.errors import (
@@ -21,12 +21,16 @@ from queue_app.errors import (
 )
 from queue_app.evidence import attachments_of, evidence_hash, item_evidence_hash
 from queue_app.jsonutil import stored_loads
+from queue_app.lanes import check_needed, qa_sampled
 from queue_app.managers import is_missing_reason
 from queue_app.models import (
     CORRECTED_VERDICTS,
     REVIEW_VERDICTS,
     ApiClient,
     Decision,
+    LaneKind,
+    LaneResult,
+    LaneTask,
     Queue,
     ReasonCode,
     ReviewItem,
@@ -102,6 +106,17 @@ def submit_decision(
                 raise EvidenceChanged()
             if verdict == Verdict.ESCALATE and closed["escalation_queue_id"] is None:
                 raise InvalidVerdict("This queue has no escalation queue to escalate to.")
+            # Second-person controls (queue_app/lanes.py), from what CLOSE_ITEM returned: a
+            # decision the queue's policy says needs a check waits for a checker (no effect
+            # job yet); otherwise it may be drawn for a blind QA review.
+            needs_check = check_needed(
+                policies=closed["check_policies"],
+                verdict=verdict,
+                payload=_payload_of_row(closed),
+            )
+            sampled = not needs_check and qa_sampled(
+                item_id=item_id, lease_token=token, verdict=verdict, rate_percent=closed["qa_rate"]
+            )
             # The insert and the COMMIT travel together: one round trip, and no transaction
             # left open while Python is scheduled.
             decision = Decision.objects.insert(
@@ -113,8 +128,12 @@ def submit_decision(
                 evidence_hash=actual,
                 note=note,
                 lease_token=token,
+                needs_check=needs_check,
+                qa_sampled=sampled,
                 commit=True,
             )
+            # What the API reports (awaiting_check) without reading it back.
+            decision.awaiting_check = needs_check
     except IntegrityError as exc:
         if is_missing_reason(exc):
             raise InvalidReason() from None
@@ -137,21 +156,32 @@ def submit_decision(
     return decision
 
 
-def _evidence_hash_of_row(row: dict[str, Any]) -> str:
+def _payload_of_row(row: dict[str, Any]) -> Any:
     payload = row["payload"]
-    if isinstance(payload, str):
-        payload = stored_loads(payload)
+    return stored_loads(payload) if isinstance(payload, str) else payload
+
+
+def _evidence_hash_of_row(row: dict[str, Any]) -> str:
     return evidence_hash(
-        subject=row["subject"], payload=payload, attachments=attachments_of(row["attachments"])
+        subject=row["subject"],
+        payload=_payload_of_row(row),
+        attachments=attachments_of(row["attachments"]),
     )
 
 
 def standing_decision(*, item: ReviewItem | int) -> Decision | None:
     """Return the last decision in the item's supersede chain (the one no overturn replaced)."""
     item_id = item if isinstance(item, int) else item.pk
+    # A decision whose check is open or was returned does not stand (queue_app/lanes.py):
+    # it has no effect, and a returned one is followed by the next round's decision.
+    unconfirmed = LaneTask.objects.filter(decision=OuterRef("pk"), kind=LaneKind.CHECK).exclude(
+        outcome__result=LaneResult.CONFIRMED
+    )
     return (
         Decision.objects.filter(item_id=item_id, superseded_by__isnull=True)
+        .exclude(Exists(unconfirmed))
         .select_related("reason_code", "reviewer")
+        .order_by("-id")
         .first()
     )
 
@@ -231,6 +261,9 @@ def overturn_decision(
             raise InvalidVerdict(
                 "An escalation is not overturned; decide the escalated item in its own queue."
             )
+        unconfirmed = unconfirmed_check_refusal(decision_id=target.pk)
+        if unconfirmed is not None:
+            raise InvalidVerdict(unconfirmed)
         refusal = handoff_refusal(item=target.item, user=admin) or four_eyes_refusal(
             decision=target, user=admin
         )
@@ -257,6 +290,8 @@ def overturn_decision(
                 raise InvalidReason() from None
             if "supersedes" in str(exc):
                 raise AlreadySuperseded() from None
+            if "unconfirmed" in str(exc):  # migration 0011's trigger, had a check raced
+                raise InvalidVerdict(UNCONFIRMED_OVERTURN) from None
             if "four eyes" in str(exc):  # the trigger's verdict, had the check above raced
                 raise NotPermitted("Four eyes: someone else must overturn this item.") from None
             if is_handoff_violation(exc):  # migration 0015's trigger
@@ -273,6 +308,36 @@ def overturn_decision(
         ),
     )
     return overturn
+
+
+UNCONFIRMED_OVERTURN = (
+    "This decision has not been confirmed by its checker, so it has no effect to overturn: "
+    "the checker can return it instead."
+)
+
+
+def unconfirmed_check_refusal(*, decision_id: int) -> str | None:
+    """Why a decision cannot be overturned because of its check, or None.
+
+    An unconfirmed decision (its check open, or returned) has no effect yet; a checker
+    returns it. The database refuses the same (migration 0011, decision_round).
+    """
+    task = (
+        LaneTask.objects.filter(decision_id=decision_id, kind=LaneKind.CHECK)
+        .select_related("outcome")
+        .first()
+    )
+    if task is None:
+        return None
+    result = getattr(getattr(task, "outcome", None), "result", None)
+    if result == LaneResult.CONFIRMED:
+        return None
+    if result == LaneResult.RETURNED:
+        return (
+            "This decision was returned by its checker; it never took effect and is not "
+            "overturned. The item's later decision is the one that counts."
+        )
+    return UNCONFIRMED_OVERTURN
 
 
 def find_completed_decision(
@@ -311,5 +376,6 @@ def item_decisions(*, item_id: int) -> list[Decision]:
     return list(
         Decision.objects.filter(item_id=item_id)
         .select_related("reason_code", "reviewer", "applied", "effect_job")
+        .prefetch_related("lane_tasks__outcome")
         .order_by("id")
     )

@@ -188,11 +188,13 @@ def explain_stale_lease(*, item_id: int, user: User) -> StaleLease:
     since = events[claims[-1] + 1 :] if claims else events
     released_by_me = any(k == ItemEventKind.RELEASED and a == user.pk for k, a in since)
 
-    if item.state == ItemState.DECIDED:
+    if item.state in (ItemState.DECIDED, ItemState.AWAITING_CHECK):
+        # The latest round's decision (a checker's return opens a new round).
         decision = (
             Decision.objects.select_related("reviewer")
             .filter(item_id=item_id)
             .exclude(verdict=Verdict.OVERTURN)
+            .order_by("-id")
             .first()
         )
         if decision is not None and decision.reviewer_id == user.pk:

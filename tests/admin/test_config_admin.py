@@ -36,6 +36,10 @@ def _queue_form(**fields) -> dict:
         "max_hold": "7 00:00:00",
         "hold_reasons-TOTAL_FORMS": "0",
         "hold_reasons-INITIAL_FORMS": "0",
+        # Second-person controls: the QA rate and the maker-checker policy inline (none).
+        "qa_rate": "0",
+        "check_policies-TOTAL_FORMS": "0",
+        "check_policies-INITIAL_FORMS": "0",
         **fields,
     }
 

@@ -23,13 +23,21 @@ from queue_app.api.auth import issue_api_client
 from queue_app.apply import apply_one
 from queue_app.models import (
     ChainVerification,
+    CheckPolicy,
     Decision,
     EffectJob,
+    LaneTask,
     Queue,
     ReasonCode,
     ReviewItem,
 )
-from queue_app.services import claim_batch, claim_next, put_attachment, submit_decision
+from queue_app.services import (
+    claim_batch,
+    claim_lane_task,
+    claim_next,
+    put_attachment,
+    submit_decision,
+)
 from tests.conftest import make_items, make_queue, shown_hash
 
 PERSONAS = ("anonymous", "stranger", "reviewer", "viewer", "admin", "api_scoped", "api_unscoped")
@@ -55,6 +63,8 @@ class World:
         return self.samples[f"{app}.{model}"]
 
     sessions: dict[str, str]  # persona -> session key, logged in once up front
+    # A check (second-person lane) of a decision by bob, leased to alice (the reviewer).
+    lane_task: LaneTask | None = None
 
     def client(self, persona: str) -> Client:
         """Return a test client acting as the persona (session or bearer token)."""
@@ -152,6 +162,15 @@ def world(queue, alice, bob, stranger, viewer, root) -> World:
     put_attachment(item_id=held.pk, actor=root, name="id-front", data=attachment_png())
     held.refresh_from_db()
     robot_held.refresh_from_db()
+    # Second-person lanes: bob's next approval needs a check, which alice holds.
+    make_items(queue, 1, prefix="lane")
+    policy = CheckPolicy.objects.create(queue=queue, verdict="approve")
+    checked = _decided_by(queue, bob)
+    policy.delete()  # only that one decision: the rest of the world decides as before
+    lane_task = claim_lane_task(queue=queue, kind="check", user=alice)
+    assert lane_task is not None and lane_task.decision_id == checked.pk
+    LaneTask.objects.filter(pk=lane_task.pk).update(lease_expires=Now() + timedelta(seconds=60))
+    lane_task.refresh_from_db()
     pending = queue.items.filter(state="pending").first()
     chain = ChainVerification.objects.create(ok=True, checked=1, message="ok")
     samples = {
@@ -180,6 +199,7 @@ def world(queue, alice, bob, stranger, viewer, root) -> World:
         samples=samples,
         content_type_id=ContentType.objects.get_for_model(ReviewItem).pk,
         held_attachment=held.attachments["id-front"]["sha256"],
+        lane_task=lane_task,
     )
 
 

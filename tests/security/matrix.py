@@ -22,7 +22,12 @@ SELECT (SELECT count(*) FROM queue_app_decision),
                                        ',' ORDER BY id), ''))
           FROM queue_app_reviewitem),
        (SELECT count(*) FROM queue_app_itemevent),
-       (SELECT count(*) FROM queue_app_effectjob WHERE dead)
+       (SELECT count(*) FROM queue_app_effectjob WHERE dead),
+       -- second-person lanes: leases and states of lane tasks, and their outcomes
+       (SELECT md5(coalesce(string_agg(concat_ws('|', id, state, lease_token, lease_expires),
+                                       ',' ORDER BY id), ''))
+          FROM queue_app_lanetask),
+       (SELECT count(*) FROM queue_app_laneoutcome)
 """
 
 

@@ -58,6 +58,12 @@ POST_ROUTES = {
     "api:decide",
     "api:release",
     "item-attachment-reveal",
+    "lane-next",
+    "lane-confirm",
+    "lane-return",
+    "lane-qa",
+    "lane-adjudicate",
+    "lane-release",
 }
 PUT_ROUTES = {"api:replace_evidence", "api:put_attachment"}
 
@@ -126,6 +132,10 @@ def _path_for(route: Route, world: World) -> str:
         kwargs["slug"] = "kyc"
     if "decision_id" in resolver_kwargs:
         kwargs["decision_id"] = world.dead_job_decision.pk
+    if "task_id" in resolver_kwargs:
+        kwargs["task_id"] = world.lane_task.pk
+    if "kind" in resolver_kwargs:
+        kwargs["kind"] = "check"
     if "app_label" in resolver_kwargs:
         kwargs["app_label"] = "queue_app"
     if route.key == "api:list_items":  # issue 15: a subject with items in kyc
@@ -150,6 +160,15 @@ def _form_for(key: str, world: World) -> dict[str, str]:
             "lease_token": str(world.held.lease_token),
             "reason_code": "awaiting_documents",
             "hold_until": until.strftime("%Y-%m-%dT%H:%M"),
+        }
+    if key.startswith("lane-") and key != "lane-next":
+        # alice's lane lease, with what each lane's form carries.
+        return {
+            "lease_token": str(world.lane_task.lease_token),
+            "note": "matrix",
+            "verdict": "approve",
+            "reason_code": "verified",
+            "outcome": "uphold",
         }
     return {}
 

@@ -147,6 +147,19 @@ EXPECTED: list[tuple[str, dict[str, str]]] = [
     ("item-attachment-reveal", row(LOGIN, "404", "302+write", "404", "302+write")),
     # Issue 15: putting alice's item on hold is fenced by her token like release.
     ("item-hold", row(LOGIN, "404", "302+write", "404", "302")),
+    # -- second-person lanes (alice holds a check of bob's decision) ------------------------------
+    # Next check: alice renews her lease; another queue's reviewer and the viewer have no
+    # access to the queue; the superuser finds nothing free (alice holds the one check).
+    ("lane-next", row(LOGIN, "403", "302+write", "403", "302")),
+    ("lane-task", row(LOGIN, "404", "200", "404", "200")),
+    # Only the lease holder's token finishes a task: everyone else is fenced out.
+    ("lane-confirm", row(LOGIN, "404", "302+write", "404", "302")),
+    ("lane-return", row(LOGIN, "404", "302+write", "404", "302")),
+    ("lane-release", row(LOGIN, "404", "302+write", "404", "302")),
+    # The task is a check: a QA or adjudication post on it finishes nothing (and alice lacks
+    # can_overturn for adjudication).
+    ("lane-qa", row(LOGIN, "404", "302", "404", "302")),
+    ("lane-adjudicate", row(LOGIN, "404", "302", "404", "302")),
 ]
 
 

@@ -38,6 +38,12 @@ class Command(BaseCommand):
             default=None,
             help="Unapplied decision age that fails (default: UNAPPLIED_ALERT_MINUTES).",
         )
+        parser.add_argument(
+            "--lane-minutes",
+            type=float,
+            default=240,
+            help="Age of a lane's oldest check, QA review or adjudication that fails.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         unapplied = options["unapplied_minutes"]
@@ -46,6 +52,7 @@ class Command(BaseCommand):
             long_transaction=timedelta(seconds=options["long_transaction_seconds"]),
             lock_wait=timedelta(seconds=options["lock_wait_seconds"]),
             unapplied=None if unapplied is None else timedelta(minutes=unapplied),
+            lane_age=timedelta(minutes=options["lane_minutes"]),
         )
         results = run_checks(thresholds)
         failed = [r for r in results if not r.ok]

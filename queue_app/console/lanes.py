@@ -1,0 +1,268 @@
+"""The second-person lanes in the console: Next check / QA / adjudication, and their pages.
+
+Same shape as the review pages (queue_app/console/views.py): fetch with permission, validate,
+call one service, redirect; every rule is enforced again by the services and the database.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
+from queue_app.console.evidence import evidence_view
+from queue_app.console.views import Refusal, _queue_for, console_view, post_only
+from queue_app.errors import EvidenceChanged, InvalidBounds, InvalidReason, ReviewError, StaleLease
+from queue_app.evidence import item_evidence_hash
+from queue_app.forms import LeaseForm
+from queue_app.lanes import QA_VERDICTS
+from queue_app.models import LaneKind, LaneState, LaneTask, Queue, ReasonCode
+from queue_app.rules import warnings_for
+from queue_app.services import (
+    adjudicate,
+    claim_lane_task,
+    confirm_check,
+    lane_task_for,
+    record_qa_review,
+    release_lane_task,
+    return_check,
+    user_lane_kinds,
+)
+from queue_app.services.lanes import LANE_NAMES
+
+NO_SUCH_TASK = "There is no such task, or it is in a lane you do not work."
+NOTHING = {
+    LaneKind.CHECK: "no decision is waiting for a check",
+    LaneKind.QA: "nothing is waiting for a QA review",
+    LaneKind.ADJUDICATION: "no QA disagreement is waiting",
+}
+
+
+def _lane_queue(request: HttpRequest, slug: str, kind: str) -> Queue:
+    if kind not in LaneKind.values or kind not in user_lane_kinds(user=request.user):
+        raise Refusal(403, "You do not work this lane.")
+    if kind == LaneKind.ADJUDICATION:
+        queue = Queue.objects.filter(slug=slug).first()
+        if queue is None:
+            raise Refusal(404, "There is no such queue.")
+        return queue
+    return _queue_for(request, slug)
+
+
+def _task_for(request: HttpRequest, task_id: int) -> LaneTask:
+    task = lane_task_for(task_id=task_id, user=request.user)
+    if task is None:
+        raise Refusal(404, NO_SUCH_TASK)
+    return task
+
+
+@post_only
+@console_view
+def lane_next(request: HttpRequest, slug: str, kind: str) -> HttpResponse:
+    """Lease the oldest task of the queue's lane to me (or give back the one I hold)."""
+    queue = _lane_queue(request, slug, kind)
+    task = claim_lane_task(queue=queue, kind=kind, user=request.user)
+    if task is None:
+        messages.info(request, f"{queue.name} {LANE_NAMES[kind]}: {NOTHING[kind]} for you.")
+        return redirect("home")
+    return redirect("lane-task", task_id=task.pk)
+
+
+@require_GET
+@console_view
+def lane_task(request: HttpRequest, task_id: int) -> HttpResponse:
+    """A check, QA or adjudication page: the evidence, and what this lane may show."""
+    task = _task_for(request, task_id)
+    return render(request, "console/lane_task.html", _context(request, task))
+
+
+def _context(request: HttpRequest, task: LaneTask, **more: Any) -> dict[str, Any]:
+    now = timezone.now()
+    item = task.item
+    mine = (
+        task.state == LaneState.OPEN
+        and task.lease_owner_id == request.user.pk
+        and task.lease_expires is not None
+    )
+    decision = task.decision
+    context: dict[str, Any] = {
+        "title": f"{LANE_NAMES[task.kind]}: {item.subject}",
+        "task": task,
+        "item": item,
+        "queue": task.queue,
+        "lane_name": LANE_NAMES[task.kind],
+        "evidence": evidence_view(
+            item.payload, warnings_for(item.payload, task.queue.evidence_rules.all())
+        ),
+        "mine": mine,
+        "lease_token": task.lease_token if mine else None,
+        "expires_in": int(max((task.lease_expires - now).total_seconds(), 0)) if mine else 0,
+        # Blind QA: the first verdict, reason, note and reviewer are not in the context at all
+        # (so no template slip can show them); checks and adjudications show the decision.
+        "decision": None if task.kind == LaneKind.QA else decision,
+        "evidence_changed": (
+            task.kind == LaneKind.CHECK and item_evidence_hash(item) != decision.evidence_hash
+        ),
+        "outcome": getattr(task, "outcome", None),
+        **more,
+    }
+    if task.kind == LaneKind.QA and mine:
+        context["verdicts"] = [(v, v.title()) for v in QA_VERDICTS]
+        context["reasons"] = list(
+            ReasonCode.objects.filter(
+                queue_id=task.queue_id, verdict__in=QA_VERDICTS, retired_at__isnull=True
+            ).order_by("verdict", "label")
+        )
+    if task.kind == LaneKind.ADJUDICATION:
+        source = LaneTask.objects.select_related("outcome__reason_code").get(pk=task.source_id)
+        context["qa"] = source.outcome
+        if mine:
+            context["overturn_reasons"] = list(
+                ReasonCode.objects.filter(
+                    queue_id=task.queue_id, verdict="overturn", retired_at__isnull=True
+                ).order_by("label")
+            )
+    if context["outcome"] is not None and task.kind == LaneKind.QA:
+        # Once the QA review is recorded, the reviewer may see what they were compared with.
+        context["decision"] = decision
+    return context
+
+
+def _token(request: HttpRequest, task: LaneTask) -> str:
+    form = LeaseForm(request.POST)
+    if not form.is_valid():
+        raise StaleLease("This page's lease is not valid any more; open the task again.")
+    return str(form.cleaned_data["lease_token"])
+
+
+def _again(request: HttpRequest, task: LaneTask, message: str, status: int = 400) -> HttpResponse:
+    messages.error(request, message)
+    return render(
+        request,
+        "console/lane_task.html",
+        _context(request, task, note=request.POST.get("note", "")),
+        status=status,
+    )
+
+
+def _next_in_lane(request: HttpRequest, task: LaneTask) -> HttpResponse:
+    # Claiming is a write, so it happens here in the POST, like Next item after a decision.
+    try:
+        nxt = claim_lane_task(queue=task.queue, kind=task.kind, user=request.user)
+    except ReviewError as exc:
+        messages.error(request, exc.message)
+        return redirect("home")
+    if nxt is None:
+        messages.info(
+            request, f"{task.queue.name} {LANE_NAMES[task.kind]}: {NOTHING[task.kind]} for you."
+        )
+        return redirect("home")
+    return redirect("lane-task", task_id=nxt.pk)
+
+
+@post_only
+@console_view
+def lane_confirm(request: HttpRequest, task_id: int) -> HttpResponse:
+    """Confirm the maker's decision: its effect is written now."""
+    task = _task_for(request, task_id)
+    try:
+        confirm_check(task_id=task.pk, user=request.user, lease_token=_token(request, task))
+    except (StaleLease, EvidenceChanged) as exc:
+        messages.error(request, exc.message)
+        return redirect("lane-task", task_id=task.pk)
+    messages.success(request, f"Confirmed decision #{task.decision_id} on item #{task.item_id}.")
+    return _next_in_lane(request, task)
+
+
+@post_only
+@console_view
+def lane_return(request: HttpRequest, task_id: int) -> HttpResponse:
+    """Return the maker's decision with a note: the item is decided again."""
+    task = _task_for(request, task_id)
+    try:
+        return_check(
+            task_id=task.pk,
+            user=request.user,
+            lease_token=_token(request, task),
+            note=request.POST.get("note", ""),
+        )
+    except InvalidBounds as exc:
+        return _again(request, task, exc.message)
+    except StaleLease as exc:
+        messages.error(request, exc.message)
+        return redirect("lane-task", task_id=task.pk)
+    messages.success(request, f"Returned item #{task.item_id} for a new decision.")
+    return _next_in_lane(request, task)
+
+
+@post_only
+@console_view
+def lane_qa(request: HttpRequest, task_id: int) -> HttpResponse:
+    """Record my blind QA verdict and reason."""
+    task = _task_for(request, task_id)
+    verdict = request.POST.get("verdict", "")
+    reason = request.POST.get("reason_code", "")
+    if verdict not in QA_VERDICTS or not reason:
+        return _again(request, task, "Choose a verdict and a reason; nothing was recorded.")
+    try:
+        record_qa_review(
+            task_id=task.pk,
+            user=request.user,
+            lease_token=_token(request, task),
+            verdict=verdict,
+            reason_code=reason,
+            note=request.POST.get("note", ""),
+        )
+    except (InvalidReason, InvalidBounds) as exc:
+        return _again(request, task, exc.message)
+    except StaleLease as exc:
+        messages.error(request, exc.message)
+        return redirect("lane-task", task_id=task.pk)
+    messages.success(request, f"Recorded your QA review of item #{task.item_id}.")
+    return _next_in_lane(request, task)
+
+
+@post_only
+@console_view
+def lane_adjudicate(request: HttpRequest, task_id: int) -> HttpResponse:
+    """Uphold the original decision, or overturn it to the QA verdict."""
+    task = _task_for(request, task_id)
+    choice = request.POST.get("outcome", "")
+    if choice not in ("uphold", "overturn"):
+        return _again(request, task, "Choose uphold or overturn; nothing was recorded.")
+    if choice == "overturn" and not request.POST.get("reason_code"):
+        return _again(request, task, "An overturn needs a reason; nothing was recorded.")
+    try:
+        adjudicate(
+            task_id=task.pk,
+            user=request.user,
+            lease_token=_token(request, task),
+            uphold=choice == "uphold",
+            reason_code=request.POST.get("reason_code", ""),
+            note=request.POST.get("note", ""),
+        )
+    except (InvalidReason, InvalidBounds) as exc:
+        return _again(request, task, exc.message)
+    except StaleLease as exc:
+        messages.error(request, exc.message)
+        return redirect("lane-task", task_id=task.pk)
+    messages.success(request, f"Adjudicated item #{task.item_id}.")
+    return _next_in_lane(request, task)
+
+
+@post_only
+@console_view
+def lane_release(request: HttpRequest, task_id: int) -> HttpResponse:
+    """Give a task back to its lane."""
+    task = _task_for(request, task_id)
+    try:
+        release_lane_task(task_id=task.pk, user=request.user, lease_token=_token(request, task))
+    except StaleLease as exc:
+        messages.error(request, exc.message)
+        return redirect("lane-task", task_id=task.pk)
+    messages.info(request, f"The {LANE_NAMES[task.kind].lower()} task is back in its lane.")
+    return redirect("home")

@@ -1,0 +1,197 @@
+"""Second-person lanes on /ops/, /metrics and doctor: backlogs, ages, return rate, agreement.
+
+Read once per page or scrape (read_lane_figures): the open tasks per queue and lane (one pass
+over lanetask_open_claim), the checks finished in the window (confirmed, returned), and the QA
+agreement per queue and per reviewer (services.agreement).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from queue_app import sql_lanes
+from queue_app.lanes import Rate
+from queue_app.managers import fetch_dicts
+from queue_app.models import LaneKind
+from queue_app.services.agreement import (
+    Agreement,
+    agreement_by_queue,
+    agreement_by_reviewer,
+    qa_review_rows,
+)
+from queue_app.services.lanes import LANE_NAMES
+
+WINDOW = timedelta(days=30)
+
+
+@dataclass
+class LaneBacklog:
+    queue: str
+    slug: str
+    kind: str
+    name: str
+    open: int
+    leased: int
+    oldest: datetime | None
+    oldest_age: timedelta | None
+    return_rate: str = ""  # checks only: "12% of 50" finished in the window
+
+
+@dataclass
+class LaneFigures:
+    window: timedelta
+    backlog: list[LaneBacklog]
+    # Per queue slug: the return rate of checks finished in the window.
+    returns: dict[str, Rate]
+    agreement: list[dict[str, Any]]
+    by_reviewer: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def any(self) -> bool:
+        return bool(self.backlog or self.returns or self.agreement)
+
+
+def read_lane_figures(*, window: timedelta = WINDOW) -> LaneFigures:
+    """Everything the lanes panel, the metrics and doctor's LANE_BACKLOG read: 3 statements."""
+    backlog = [
+        LaneBacklog(
+            queue=r["name"],
+            slug=r["slug"],
+            kind=r["kind"],
+            name=LANE_NAMES[LaneKind(r["kind"])],
+            open=r["open"],
+            leased=r["leased"],
+            oldest=r["oldest"],
+            oldest_age=r["now"] - r["oldest"],
+        )
+        for r in fetch_dicts(sql_lanes.LANE_BACKLOG_NAMED, {})
+    ]
+    returns = {
+        r["slug"]: Rate(r["returned"], r["total"])
+        for r in fetch_dicts(sql_lanes.CHECKS_FINISHED, {"window": window})
+    }
+    for b in backlog:
+        rate = returns.get(b.slug)
+        if b.kind == LaneKind.CHECK:
+            b.return_rate = f"{percent(rate)} of {rate.n}" if rate is not None else "none"
+    rows = qa_review_rows(window=window)
+    return LaneFigures(
+        window=window,
+        backlog=backlog,
+        returns=returns,
+        agreement=agreement_by_queue(rows=rows),
+        by_reviewer=agreement_by_reviewer(rows=rows),
+    )
+
+
+def percent(rate: Rate) -> str:
+    return "—" if rate.value is None else f"{rate.value:.0%}"
+
+
+def interval_text(rate: Rate) -> str:
+    interval = rate.interval
+    if interval is None:
+        return ""
+    return f"{interval[0]:.0%} to {interval[1]:.0%}"
+
+
+def agreement_rows(figures: LaneFigures) -> list[dict[str, Any]]:
+    """The agreement panel's rows, formatted."""
+    rows = []
+    for row in figures.agreement:
+        a: Agreement = row["agreement"]
+        rows.append(
+            {
+                "queue": row["queue"],
+                "n": a.verdict.n,
+                "verdict": percent(a.verdict),
+                "verdict_ci": interval_text(a.verdict),
+                "reason": percent(a.reason),
+                "reason_ci": interval_text(a.reason),
+                "kappa": "—" if a.kappa is None else f"{a.kappa:.2f}",
+                "disagreements": a.verdict.n - a.verdict.hits,
+            }
+        )
+    return rows
+
+
+def reviewer_rows(figures: LaneFigures) -> list[dict[str, Any]]:
+    return [
+        {
+            "reviewer": row["reviewer"],
+            "n": row["agreement"].verdict.n,
+            "verdict": percent(row["agreement"].verdict),
+            "verdict_ci": interval_text(row["agreement"].verdict),
+        }
+        for row in figures.by_reviewer
+    ]
+
+
+class LaneCollector(Collector):
+    """Prometheus gauges for the lanes (registered beside the snapshot's, ops/metrics.py)."""
+
+    def __init__(self, figures: LaneFigures) -> None:
+        self.figures = figures
+
+    def collect(self) -> Iterator[Metric]:
+        from queue_app.ops.metrics import PREFIX
+
+        f = self.figures
+
+        def gauge(name: str, doc: str, labels: list[str]) -> GaugeMetricFamily:
+            return GaugeMetricFamily(f"{PREFIX}_{name}", doc, labels=labels)
+
+        lane = ["queue", "lane"]
+        waiting = gauge(
+            "lane_tasks_waiting", "Open second-person tasks (checks, QA, adjudication).", lane
+        )
+        leased = gauge("lane_tasks_leased", "Second-person tasks under a live lease.", lane)
+        oldest = gauge(
+            "lane_oldest_age_seconds", "Age of the lane's oldest open task (0 when none).", lane
+        )
+        for b in f.backlog:
+            waiting.add_metric([b.slug, b.kind], b.open)
+            leased.add_metric([b.slug, b.kind], b.leased)
+            oldest.add_metric(
+                [b.slug, b.kind], b.oldest_age.total_seconds() if b.oldest_age else 0.0
+            )
+        days = f.window.days
+        returned = gauge(
+            "check_return_ratio", f"Share of checks returned, last {days} days.", ["queue"]
+        )
+        for slug, rate in f.returns.items():
+            if rate.value is not None:
+                returned.add_metric([slug], rate.value)
+        reviews = gauge("qa_reviews_window", f"QA reviews in the last {days} days.", ["queue"])
+        agree = gauge(
+            "qa_verdict_agreement_ratio",
+            f"Share of QA reviews agreeing with the verdict, last {days} days.",
+            ["queue"],
+        )
+        low = gauge(
+            "qa_verdict_agreement_wilson_low", "Wilson 95 % lower bound of that share.", ["queue"]
+        )
+        high = gauge(
+            "qa_verdict_agreement_wilson_high", "Wilson 95 % upper bound of that share.", ["queue"]
+        )
+        kappa = gauge(
+            "qa_kappa", f"Cohen's kappa of QA against decisions, last {days} days.", ["queue"]
+        )
+        for row in f.agreement:
+            a: Agreement = row["agreement"]
+            label = [row["slug"]]
+            reviews.add_metric(label, a.verdict.n)
+            if a.verdict.value is not None:
+                agree.add_metric(label, a.verdict.value)
+                lo, hi = a.verdict.interval
+                low.add_metric(label, lo)
+                high.add_metric(label, hi)
+            if a.kappa is not None:
+                kappa.add_metric(label, a.kappa)
+        yield from (waiting, leased, oldest, returned, reviews, agree, low, high, kappa)

@@ -1,0 +1,436 @@
+"""Second-person work: Next check / QA / adjudication, and finishing each, fenced by its lease.
+
+One claim for every lane (sql_lanes.CLAIM_LANE_TASK, parametrised by kind), one fence for every
+finish (sql_lanes._FINISH). The database refuses a maker checking their own decision and a
+reviewer QA-ing their own (migration 0011); the checks here only say it in words first.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from queue_app import sql, sql_lanes
+from queue_app.errors import (
+    EvidenceChanged,
+    InvalidBounds,
+    InvalidReason,
+    InvalidVerdict,
+    NotPermitted,
+    StaleLease,
+)
+from queue_app.evidence import attachments_of, evidence_hash
+from queue_app.jsonutil import stored_loads
+from queue_app.lanes import QA_VERDICTS, qa_sampled
+from queue_app.managers import build_instances, fetch_dicts, run_together
+from queue_app.models import (
+    ApiClient,
+    LaneKind,
+    LaneOutcome,
+    LaneResult,
+    LaneTask,
+    Queue,
+)
+from queue_app.services._common import (
+    NOTE_MAX_LENGTH,
+    User,
+    log_extra,
+    logger,
+    parse_token,
+)
+from queue_app.services.access import queues_for_user
+from queue_app.services.decisions import overturn_decision
+
+LANE_NAMES = {
+    LaneKind.CHECK: "Checks",
+    LaneKind.QA: "QA",
+    LaneKind.ADJUDICATION: "Adjudication",
+}
+
+SELF_CHECK = (
+    "You made this decision (or your API client did), so someone else must check it: a "
+    "second person."
+)
+EVIDENCE_CHANGED_ON_CHECK = (
+    "The evidence changed after the maker's decision, so it cannot be confirmed: the item went "
+    "back to its queue for a new review. Nothing was confirmed."
+)
+
+
+def _may_work_lanes(user: User) -> bool:
+    # Machines decide, people confirm: an API client's service user never works a lane.
+    return (
+        user.is_authenticated
+        and user.is_active
+        and not ApiClient.objects.filter(user_id=user.pk).exists()
+    )
+
+
+def user_lane_kinds(*, user: User) -> list[str]:
+    """The lanes this user may work at all (queue access decides checks and QA per queue)."""
+    if not _may_work_lanes(user):
+        return []
+    kinds = [LaneKind.CHECK, LaneKind.QA]
+    if user.has_perm("queue_app.can_overturn"):
+        kinds.append(LaneKind.ADJUDICATION)
+    return kinds
+
+
+def claim_lane_task(*, queue: Queue, kind: str, user: User) -> LaneTask | None:
+    """Lease the oldest open task of a queue's lane to the user (or renew the one they hold)."""
+    if kind not in LaneKind.values:
+        raise InvalidVerdict("There is no such lane.")
+    if kind not in user_lane_kinds(user=user):
+        raise NotPermitted("You do not have access to this lane.")
+    params = {
+        "queue_id": queue.pk,
+        "kind": kind,
+        "owner_id": user.pk,
+        "is_superuser": user.is_superuser,
+        "ttl": queue.lease_ttl,
+        **_timeouts(),
+    }
+    # The timeouts, the claim and the COMMIT in one round trip.
+    with transaction.atomic():
+        _, result = run_together(
+            [(sql.SET_LOCAL_TIMEOUTS, params), (sql_lanes.CLAIM_LANE_TASK, params)], commit=True
+        )
+    tasks = build_instances(LaneTask, result)
+    if not tasks:
+        return None
+    task = tasks[0]
+    logger.info(
+        "lane task claimed",
+        extra=log_extra(task_id=task.pk, kind=kind, queue=queue.slug, reviewer=user.pk),
+    )
+    return task
+
+
+def release_lane_task(*, task_id: int, user: User, lease_token: uuid.UUID | str) -> None:
+    """Give a task back to its lane, fenced by the token."""
+    rows = fetch_dicts(
+        sql_lanes.RELEASE_LANE_TASK,
+        {"task_id": task_id, "lease_token": parse_token(lease_token), "owner_id": user.pk},
+    )
+    if not rows:
+        raise StaleLease(_stale_message(task_id))
+
+
+def _note(note: str) -> str:
+    if len(note) > NOTE_MAX_LENGTH:
+        raise InvalidBounds(f"The note is longer than {NOTE_MAX_LENGTH} characters.")
+    return note
+
+
+def _timeouts() -> dict[str, str]:
+    return {
+        "lock_timeout": f"{settings.REVIEW_LOCK_TIMEOUT_MS}ms",
+        "statement_timeout": f"{settings.REVIEW_STATEMENT_TIMEOUT_MS}ms",
+    }
+
+
+def _lock(*, task_id: int, kind: str, user: User, token: uuid.UUID) -> dict[str, Any]:
+    """The timeouts and the locking read of the task (LOCK_LANE_TASK), in one round trip."""
+    params = {
+        "task_id": task_id,
+        "kind": kind,
+        "lease_token": token,
+        "owner_id": user.pk,
+        **_timeouts(),
+    }
+    _, (columns, rows) = run_together(
+        [(sql.SET_LOCAL_TIMEOUTS, params), (sql_lanes.LOCK_LANE_TASK, params)]
+    )
+    if not rows:
+        raise StaleLease(_stale_message(task_id))
+    return dict(zip(columns, rows[0], strict=True))
+
+
+def _stale_message(task_id: int) -> str:
+    task = LaneTask.objects.filter(pk=task_id).select_related("outcome", "lease_owner").first()
+    if task is None:
+        return "There is no such task."
+    outcome = getattr(task, "outcome", None)
+    if outcome is not None:
+        return (
+            f"{outcome.actor_username} already finished this task "
+            f"({outcome.get_result_display().lower()}). Nothing was recorded."
+        )
+    return (
+        "This task is no longer leased to you (your lease ran out and someone else took it, "
+        "or you gave it back). Nothing was recorded."
+    )
+
+
+def _finish(
+    statement: str, *, row: dict[str, Any], user: User, result: str, **params: Any
+) -> LaneOutcome:
+    values = {
+        "task_id": row["id"],
+        "kind": row["kind"],
+        "lease_token": row["lease_token"],
+        "owner_id": user.pk,
+        "result": result,
+        "verdict": "",
+        "reason_code": None,
+        "note": "",
+        "overturn_id": None,
+        "qa_sampled": False,
+        "evidence_changed": False,
+        **params,
+    }
+    # The last statement of every finish: the COMMIT travels with it (see run_together).
+    [finished] = run_together([(statement, values)], commit=True)
+    outcomes = build_instances(LaneOutcome, finished)
+    if not outcomes:  # cannot happen under LOCK_LANE_TASK's row lock; said plainly if it does
+        raise StaleLease(_stale_message(row["id"]))
+    return outcomes[0]
+
+
+def _refuse_barred(exc: IntegrityError) -> None:
+    if "second person" in str(exc):
+        raise NotPermitted(SELF_CHECK) from None
+
+
+def confirm_check(*, task_id: int, user: User, lease_token: uuid.UUID | str) -> LaneOutcome:
+    """Confirm a maker's decision: outcome and effect job in one transaction.
+
+    The evidence is re-verified first: if the item's evidence changed since the maker decided,
+    the check is recorded as returned (evidence changed) and the item goes back for review;
+    EvidenceChanged is raised after that commits.
+    """
+    token = parse_token(lease_token)
+    if not _may_work_lanes(user):
+        raise NotPermitted("You do not have access to this lane.")
+    changed = False
+    try:
+        with transaction.atomic():
+            row = _lock(task_id=task_id, kind=LaneKind.CHECK, user=user, token=token)
+            payload = row["payload"]
+            if isinstance(payload, str):
+                payload = stored_loads(payload)
+            # The attachments' digests are evidence too (queue_app/evidence.py).
+            now_hash = evidence_hash(
+                subject=row["subject"],
+                payload=payload,
+                attachments=attachments_of(row["attachments"]),
+            )
+            if now_hash != row["evidence_hash"]:
+                changed = True
+                outcome = _finish(
+                    sql_lanes.RETURN_CHECK,
+                    row=row,
+                    user=user,
+                    result=LaneResult.RETURNED,
+                    note="Evidence changed after the maker's decision; returned for a new review.",
+                    evidence_changed=True,
+                )
+            else:
+                sampled = qa_sampled(
+                    item_id=row["item_id"],
+                    lease_token=row["decision_lease_token"],
+                    verdict=row["verdict"],
+                    rate_percent=row["qa_rate"],
+                )
+                outcome = _finish(
+                    sql_lanes.CONFIRM_CHECK,
+                    row=row,
+                    user=user,
+                    result=LaneResult.CONFIRMED,
+                    qa_sampled=sampled,
+                )
+    except IntegrityError as exc:
+        _refuse_barred(exc)
+        raise
+    logger.info(
+        "check finished",
+        extra=log_extra(task_id=task_id, result=outcome.result, reviewer=user.pk),
+    )
+    if changed:
+        raise EvidenceChanged(EVIDENCE_CHANGED_ON_CHECK)
+    return outcome
+
+
+def return_check(
+    *, task_id: int, user: User, lease_token: uuid.UUID | str, note: str
+) -> LaneOutcome:
+    """Return a maker's decision (a note is required): the item goes back for a new decision."""
+    token = parse_token(lease_token)
+    if not note.strip():
+        raise InvalidBounds("Say why you return the decision: the maker reads your note.")
+    _note(note)
+    if not _may_work_lanes(user):
+        raise NotPermitted("You do not have access to this lane.")
+    try:
+        with transaction.atomic():
+            row = _lock(task_id=task_id, kind=LaneKind.CHECK, user=user, token=token)
+            outcome = _finish(
+                sql_lanes.RETURN_CHECK, row=row, user=user, result=LaneResult.RETURNED, note=note
+            )
+    except IntegrityError as exc:
+        _refuse_barred(exc)
+        raise
+    logger.info("check returned", extra=log_extra(task_id=task_id, reviewer=user.pk))
+    return outcome
+
+
+def record_qa_review(
+    *,
+    task_id: int,
+    user: User,
+    lease_token: uuid.UUID | str,
+    verdict: str,
+    reason_code: str,
+    note: str = "",
+) -> LaneOutcome:
+    """Record a blind QA verdict; a disagreeing verdict opens an adjudication task."""
+    token = parse_token(lease_token)
+    if verdict not in QA_VERDICTS:
+        raise InvalidVerdict("A QA review approves or rejects.")
+    _note(note)
+    if not _may_work_lanes(user):
+        raise NotPermitted("You do not have access to this lane.")
+    try:
+        with transaction.atomic():
+            row = _lock(task_id=task_id, kind=LaneKind.QA, user=user, token=token)
+            outcome = _finish(
+                sql_lanes.RECORD_QA_REVIEW,
+                row=row,
+                user=user,
+                result=LaneResult.REVIEWED,
+                verdict=verdict,
+                reason_code=reason_code,
+                note=note,
+            )
+    except IntegrityError as exc:
+        _refuse_barred(exc)
+        if "laneoutcome_qa_has_verdict" in str(exc) or "reason_code" in str(exc):
+            raise InvalidReason() from None
+        raise
+    logger.info(
+        "qa reviewed",
+        extra=log_extra(task_id=task_id, agrees=outcome.agrees_verdict, reviewer=user.pk),
+    )
+    return outcome
+
+
+def adjudicate(
+    *,
+    task_id: int,
+    user: User,
+    lease_token: uuid.UUID | str,
+    uphold: bool,
+    reason_code: str = "",
+    note: str = "",
+) -> LaneOutcome:
+    """Settle a QA disagreement: uphold the original, or overturn it through the overturn.
+
+    The overturn leaves the QA reviewer's verdict standing, with the adjudicator's reason
+    (an overturn reason of the queue); it goes through services.overturn_decision, so four
+    eyes, the supersede chain and the outbox apply as to any overturn.
+    """
+    token = parse_token(lease_token)
+    _note(note)
+    if not user.is_authenticated or not user.has_perm("queue_app.can_overturn"):
+        raise NotPermitted("Adjudication needs the permission to overturn decisions.")
+    try:
+        with transaction.atomic():
+            row = _lock(task_id=task_id, kind=LaneKind.ADJUDICATION, user=user, token=token)
+            overturn_id = None
+            if not uphold:
+                # The QA reviewer's verdict is the one that would stand. An overturn since
+                # (AlreadySuperseded) or four eyes (NotPermitted) refuse with their own words.
+                qa = LaneOutcome.objects.get(task__adjudication__pk=task_id)
+                overturn = overturn_decision(
+                    decision_id=row["decision_id"],
+                    admin=user,
+                    corrected_verdict=qa.verdict,
+                    reason_code=reason_code,
+                    note=note,
+                )
+                overturn_id = overturn.pk
+            outcome = _finish(
+                sql_lanes.FINISH_ADJUDICATION,
+                row=row,
+                user=user,
+                result=LaneResult.UPHELD if uphold else LaneResult.OVERTURNED,
+                note=note,
+                overturn_id=overturn_id,
+            )
+    except IntegrityError as exc:
+        _refuse_barred(exc)
+        raise
+    logger.info(
+        "adjudicated", extra=log_extra(task_id=task_id, result=outcome.result, reviewer=user.pk)
+    )
+    return outcome
+
+
+def lanes_for_user(*, user: User, queue_ids: list[int] | None = None) -> list[dict[str, Any]]:
+    """The lanes a user may work, per queue, with their backlog (for the console's home).
+
+    queue_ids: the queues the user reviews, when the caller has read them already. One
+    statement (sql_lanes.LANES_FOR_USER). A lane is listed when it has work, or when it is set
+    up (a check policy, a QA rate); adjudication only when there is something to settle.
+    """
+    if not user.is_authenticated:
+        return []
+    if queue_ids is None:
+        queue_ids = list(queues_for_user(user=user).values_list("pk", flat=True))
+    rows = fetch_dicts(
+        sql_lanes.LANES_FOR_USER,
+        {
+            "user_id": user.pk,
+            "is_active": user.is_active,
+            "is_superuser": user.is_superuser,
+            "queue_ids": queue_ids,
+        },
+    )
+    return [
+        {
+            "queue": {"pk": r["queue_id"], "slug": r["slug"], "name": r["name"]},
+            "kind": r["kind"],
+            "name": LANE_NAMES[LaneKind(r["kind"])],
+            "open": r["open"],
+            "leased": r["leased"],
+            "oldest": r["oldest"],
+        }
+        for r in rows
+        if r["open"] or r["configured"]
+    ]
+
+
+def lane_task_for(*, task_id: int, user: User) -> LaneTask | None:
+    """The task with its decision, item and outcome, if the user may see it."""
+    task = (
+        LaneTask.objects.select_related(
+            "queue", "item", "decision__reason_code", "decision__reviewer", "lease_owner"
+        )
+        .filter(pk=task_id)
+        .first()
+    )
+    if task is None or task.kind not in user_lane_kinds(user=user):
+        return None
+    if (
+        task.kind != LaneKind.ADJUDICATION
+        and not queues_for_user(user=user).filter(pk=task.queue_id).exists()
+    ):
+        return None
+    return task
+
+
+__all__ = [
+    "LANE_NAMES",
+    "adjudicate",
+    "claim_lane_task",
+    "confirm_check",
+    "lane_task_for",
+    "lanes_for_user",
+    "record_qa_review",
+    "release_lane_task",
+    "return_check",
+    "user_lane_kinds",
+]

@@ -1,0 +1,298 @@
+"""The statements of the second-person lanes (checks, QA reviews, adjudications), named.
+
+A sibling of queue_app/sql.py, same conventions: psycopg named placeholders, one comment per
+statement on what it does and why it is safe. queue_app/services/lanes.py decides when.
+
+Every lane shares one claim (CLAIM_LANE_TASK, parametrised by kind) and one fence: a write
+that finishes a task names its lease token and holder, changes nothing when they no longer
+match, and inserts the outcome in the same statement.
+"""
+
+from __future__ import annotations
+
+from queue_app.sql import _MAY_REVIEW
+
+# Next check / Next QA / Next adjudication: renew the caller's own live lease in this lane if
+# they hold one (a second tab, a reload), otherwise claim the oldest open task whose lease is
+# absent or expired. Safe because:
+# - the candidate is chosen with FOR UPDATE SKIP LOCKED, so concurrent claimers walk past a
+#   task another is stamping instead of waiting or taking it twice;
+# - `picked` is MATERIALIZED with its LIMIT inside (the planner cannot inline and re-run it);
+# - it walks lanetask_open_claim (queue, kind, created_at, id) WHERE state = 'open': done tasks
+#   are never read. Live leases stay in the index; a claim walks past at most one per working
+#   second person (a handful), so unlike review items they need no state of their own;
+# - tasks the claimer is barred from (their principal made or QA-reviewed the decision) are
+#   skipped by the stored principals; the lanetask trigger refuses them anyway;
+# - the outer WHERE re-checks the row (EvalPlanQual re-evaluates only the outer conditions):
+#   a task finished or re-leased while we waited for its lock is not stamped.
+# The gate: checks and QA need the queue's review access; adjudication (can_overturn) is
+# checked by the service, as overturns are.
+CLAIM_LANE_TASK = (
+    """
+WITH me AS MATERIALIZED (
+    SELECT queue_app_principal(%(owner_id)s) AS principal,
+           (%(kind)s::text = 'adjudication' OR """
+    + _MAY_REVIEW.format(queue="%(queue_id)s")
+    + """) AS allowed
+), mine AS MATERIALIZED (
+    SELECT t.id FROM queue_app_lanetask AS t
+     WHERE t.lease_owner_id = %(owner_id)s AND t.queue_id = %(queue_id)s
+       AND t.kind = %(kind)s::text AND t.state = 'open' AND t.lease_expires > now()
+       AND (SELECT allowed FROM me)
+     ORDER BY t.lease_expires DESC
+     LIMIT 1
+), picked AS MATERIALIZED (
+    -- `me` is read through scalar subqueries (run once, before the scan), never joined, and
+    -- the principal tests are wrapped in coalesce() so the planner cannot estimate them. A
+    -- lane whose checks mostly come from one maker (an API client: machines decide, people
+    -- confirm) made it estimate "no row passes `maker <> me`" and read and sort the whole
+    -- lane instead of walking lanetask_open_claim in order (B9: 10x at 100,000 waiting).
+    SELECT t.id FROM queue_app_lanetask AS t
+     WHERE t.queue_id = %(queue_id)s AND t.kind = %(kind)s::text AND t.state = 'open'
+       AND (t.lease_expires IS NULL OR t.lease_expires < now())
+       AND coalesce(t.maker_principal_id <> (SELECT principal FROM me), true)
+       AND coalesce(t.second_principal_id <> (SELECT principal FROM me), true)
+       AND (SELECT allowed FROM me)
+       AND NOT EXISTS (SELECT 1 FROM mine)
+     ORDER BY t.created_at, t.id
+     LIMIT 1
+       FOR UPDATE OF t SKIP LOCKED
+), target AS (
+    SELECT id, true AS renewed FROM mine
+    UNION ALL
+    SELECT id, false FROM picked
+)
+UPDATE queue_app_lanetask AS t
+   SET lease_owner_id = %(owner_id)s,
+       lease_token = CASE WHEN target.renewed THEN t.lease_token ELSE gen_random_uuid() END,
+       lease_expires = now() + %(ttl)s,
+       lease_count = t.lease_count + CASE WHEN target.renewed THEN 0 ELSE 1 END
+  FROM target
+ WHERE t.id = target.id AND t.state = 'open'
+   AND (CASE WHEN target.renewed
+             THEN t.lease_owner_id = %(owner_id)s AND t.lease_expires > now()
+             ELSE t.lease_expires IS NULL OR t.lease_expires < now() END)
+RETURNING t.*, target.renewed
+"""
+)
+
+# Give a task back (fenced): it is the oldest in its lane again for everyone else.
+RELEASE_LANE_TASK = """
+UPDATE queue_app_lanetask
+   SET lease_owner_id = NULL, lease_token = NULL, lease_expires = NULL
+ WHERE id = %(task_id)s AND state = 'open'
+   AND lease_token = %(lease_token)s AND lease_owner_id = %(owner_id)s
+RETURNING id
+"""
+
+# The task a fenced finish is about, with what the service must check before writing: the
+# item's evidence now, the decision's verdict, reason and evidence hash. Locks the task and the
+# item (in that order, the order every finish takes): a confirmation racing a return of the
+# same task waits here, then finds the task done (the WHERE is re-checked) and gets no row.
+LOCK_LANE_TASK = """
+SELECT t.id, t.kind, t.queue_id, t.item_id, t.decision_id, t.lease_token,
+       i.state AS item_state, i.subject, i.payload, i.attachments,
+       d.verdict, d.reason_code_id, d.evidence_hash, d.lease_token AS decision_lease_token,
+       d.reviewer_id AS maker_id, q.qa_rate
+  FROM queue_app_lanetask AS t
+  JOIN queue_app_reviewitem AS i ON i.id = t.item_id
+  JOIN queue_app_decision AS d ON d.id = t.decision_id
+  JOIN queue_app_queue AS q ON q.id = t.queue_id
+ WHERE t.id = %(task_id)s AND t.kind = %(kind)s::text AND t.state = 'open'
+   AND t.lease_token = %(lease_token)s AND t.lease_owner_id = %(owner_id)s
+   FOR UPDATE OF t, i
+"""
+
+# The fenced finish every outcome shares: mark the task done and write its outcome, both only
+# if the token and holder still match. {more} adds the kind's own effects as further CTEs
+# reading `done` (and `outcome`), so each finish is one statement.
+_FINISH = """
+WITH done AS (
+    UPDATE queue_app_lanetask
+       SET state = 'done', done_at = now()
+     WHERE id = %(task_id)s AND kind = %(kind)s::text AND state = 'open'
+       AND lease_token = %(lease_token)s AND lease_owner_id = %(owner_id)s
+ RETURNING *
+), outcome AS (
+    INSERT INTO queue_app_laneoutcome
+           (task_id, kind, result, actor_id, actor_username, lease_token, verdict,
+            reason_code_id, note, overturn_id, created_at)
+    SELECT id, kind, %(result)s::text, %(owner_id)s, '', lease_token, %(verdict)s::text,
+           {reason}, %(note)s::text, %(overturn_id)s::bigint, now()
+      FROM done
+ RETURNING *
+){more}
+SELECT o.*, d.item_id, d.decision_id, d.queue_id
+  FROM outcome AS o JOIN done AS d ON d.id = o.task_id
+"""
+
+_NO_REASON = "NULL::bigint"
+
+# Confirm a check: the outcome, the maker's effect job (the worker then applies the maker's
+# verdict exactly once), the item decided, the QA task if the decision was drawn for QA, and
+# the audit event, in one statement. The service has verified the evidence under LOCK_LANE_TASK.
+CONFIRM_CHECK = _FINISH.format(
+    reason=_NO_REASON,
+    more="""
+, job AS (
+    INSERT INTO queue_app_effectjob
+           (decision_id, queue_id, created_at, attempts, next_attempt_at, last_error, dead)
+    SELECT decision_id, queue_id, now(), 0, now(), '', false FROM done
+), item AS (
+    UPDATE queue_app_reviewitem AS i SET state = 'decided'
+      FROM done WHERE i.id = done.item_id AND i.state = 'awaiting_check'
+), qa AS (
+    INSERT INTO queue_app_lanetask
+           (kind, queue_id, item_id, decision_id, maker_id, state, lease_count, created_at)
+    SELECT 'qa', done.queue_id, done.item_id, done.decision_id, done.maker_id, 'open', 0, now()
+      FROM done WHERE %(qa_sampled)s
+), events AS (
+    INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
+    SELECT item_id, 'check_confirmed', %(owner_id)s, now(),
+           jsonb_build_object('decision_id', decision_id, 'task_id', id)
+      FROM done
+)""",
+)
+
+# Return a check: the outcome (a note is required: laneoutcome_return_has_note), and the item
+# back to pending in a new review round with its lease count reset, for a new decision (which
+# again needs a check). No effect job is ever written for the returned decision.
+RETURN_CHECK = _FINISH.format(
+    reason=_NO_REASON,
+    more="""
+, item AS (
+    UPDATE queue_app_reviewitem AS i
+       SET state = 'pending', decided_at = NULL, review_round = i.review_round + 1,
+           lease_count = 0
+      FROM done WHERE i.id = done.item_id AND i.state = 'awaiting_check'
+), events AS (
+    INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
+    SELECT item_id, 'check_returned', %(owner_id)s, now(),
+           jsonb_build_object('decision_id', decision_id, 'task_id', id,
+                              'evidence_changed', %(evidence_changed)s::boolean)
+      FROM done
+)""",
+)
+
+# Record a blind QA review: the second verdict and reason (looked up among the queue's active
+# codes for that verdict; outside that set it is NULL and the check constraint fails the
+# statement). The outcome trigger compares it with the sampled decision; a verdict that
+# disagrees opens an adjudication task naming this QA task and its reviewer.
+RECORD_QA_REVIEW = _FINISH.format(
+    reason="""(SELECT r.id FROM queue_app_reasoncode AS r
+              WHERE r.queue_id = done.queue_id AND r.verdict = %(verdict)s::text
+                AND r.code = %(reason_code)s AND r.retired_at IS NULL)""",
+    more="""
+, adjudication AS (
+    INSERT INTO queue_app_lanetask
+           (kind, queue_id, item_id, decision_id, maker_id, source_id, second_id, state,
+            lease_count, created_at)
+    SELECT 'adjudication', done.queue_id, done.item_id, done.decision_id, done.maker_id,
+           done.id, done.lease_owner_id, 'open', 0, now()
+      FROM done JOIN outcome ON outcome.task_id = done.id
+     WHERE NOT outcome.agrees_verdict
+), events AS (
+    INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
+    SELECT item_id, 'qa_reviewed', %(owner_id)s, now(),
+           jsonb_build_object('decision_id', decision_id, 'task_id', id)
+      FROM done
+)""",
+)
+
+# Close an adjudication: upheld, or overturned (the overturn decision, written just before in
+# the same transaction by services.overturn_decision, is named).
+FINISH_ADJUDICATION = _FINISH.format(
+    reason=_NO_REASON,
+    more="""
+, events AS (
+    INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
+    SELECT item_id, 'adjudicated', %(owner_id)s, now(),
+           jsonb_build_object('decision_id', decision_id, 'task_id', id,
+                              'result', %(result)s::text, 'overturn_id', %(overturn_id)s::bigint)
+      FROM done
+)""",
+)
+
+# The console home's lanes for one user, in one statement: per queue and lane the user may
+# work, the open tasks, how many are leased now, the oldest, and whether the lane is set up at
+# all (a check policy, a QA rate) so that an idle, unconfigured lane is not listed. Checks and
+# QA: the queues the user reviews (%(queue_ids)s, which the home page has read already).
+# Adjudication: every queue, for a holder of can_overturn (directly, through a group, or as a
+# superuser; the claim asks Django's has_perm again). An API client's service user gets none.
+LANES_FOR_USER = """
+WITH me AS MATERIALIZED (
+    SELECT NOT EXISTS (SELECT 1 FROM queue_app_apiclient WHERE user_id = %(user_id)s) AS human,
+           %(is_active)s AND (%(is_superuser)s OR EXISTS (
+               SELECT 1 FROM auth_permission AS p
+                 JOIN django_content_type AS ct ON ct.id = p.content_type_id
+                WHERE ct.app_label = 'queue_app' AND p.codename = 'can_overturn'
+                  AND (EXISTS (SELECT 1 FROM auth_user_user_permissions AS up
+                                WHERE up.user_id = %(user_id)s AND up.permission_id = p.id)
+                       OR EXISTS (SELECT 1 FROM auth_group_permissions AS gp
+                                    JOIN auth_user_groups AS ug ON ug.group_id = gp.group_id
+                                   WHERE ug.user_id = %(user_id)s
+                                     AND gp.permission_id = p.id)))) AS can_overturn
+), lanes AS (
+    SELECT q.id AS queue_id, q.slug, q.name, q.qa_rate, k.kind
+      FROM queue_app_queue AS q
+     CROSS JOIN (VALUES ('check'), ('qa'), ('adjudication')) AS k (kind)
+     CROSS JOIN me
+     WHERE me.human
+       AND ((k.kind <> 'adjudication' AND q.id = ANY(%(queue_ids)s::bigint[]))
+            OR (k.kind = 'adjudication' AND me.can_overturn))
+)
+SELECT l.queue_id, l.slug, l.name, l.kind,
+       count(t.id) AS open,
+       count(t.id) FILTER (WHERE t.lease_expires > now()) AS leased,
+       min(t.created_at) AS oldest,
+       CASE l.kind
+            WHEN 'check' THEN EXISTS (SELECT 1 FROM queue_app_checkpolicy AS p
+                                       WHERE p.queue_id = l.queue_id)
+            WHEN 'qa' THEN l.qa_rate > 0
+            ELSE false END AS configured
+  FROM lanes AS l
+  LEFT JOIN queue_app_lanetask AS t
+         ON t.queue_id = l.queue_id AND t.kind = l.kind AND t.state = 'open'
+ GROUP BY l.queue_id, l.slug, l.name, l.qa_rate, l.kind
+ ORDER BY l.name, array_position(ARRAY['check', 'qa', 'adjudication'], l.kind)
+"""
+
+# -- figures (/ops/, /metrics, doctor) -----------------------------------------------------------
+
+# Open lane tasks per queue and lane with the queue's name, and the database clock (ages are
+# judged by it). One pass over lanetask_open_claim.
+LANE_BACKLOG_NAMED = """
+SELECT q.id AS queue_id, q.slug, q.name, t.kind, count(*) AS open,
+       count(*) FILTER (WHERE t.lease_expires > now()) AS leased,
+       min(t.created_at) AS oldest, now() AS now
+  FROM queue_app_lanetask AS t JOIN queue_app_queue AS q ON q.id = t.queue_id
+ WHERE t.state = 'open'
+ GROUP BY q.id, q.slug, q.name, t.kind
+ ORDER BY q.name, t.kind
+"""
+
+# Checks finished in the window per queue: how many, how many returned (the return rate).
+CHECKS_FINISHED = """
+SELECT q.slug, count(*) AS total, count(*) FILTER (WHERE o.result = 'returned') AS returned
+  FROM queue_app_laneoutcome AS o
+  JOIN queue_app_lanetask AS t ON t.id = o.task_id
+  JOIN queue_app_queue AS q ON q.id = t.queue_id
+ WHERE o.kind = 'check' AND o.created_at >= now() - %(window)s
+ GROUP BY q.slug
+"""
+
+# Every QA review in the window with the decision it sampled: the agreement figures per queue
+# and per reviewer are both computed from these rows (services.agreement). The window is read
+# through laneoutcome_kind_at.
+QA_REVIEWS_IN_WINDOW = """
+SELECT q.id AS queue_id, q.slug, q.name AS queue_name,
+       d.reviewer_id, coalesce(d.reviewer_username, u.username) AS reviewer_username,
+       d.verdict AS first_verdict, o.verdict AS qa_verdict, o.agrees_verdict, o.agrees_reason
+  FROM queue_app_laneoutcome AS o
+  JOIN queue_app_lanetask AS t ON t.id = o.task_id
+  JOIN queue_app_decision AS d ON d.id = t.decision_id
+  JOIN auth_user AS u ON u.id = d.reviewer_id
+  JOIN queue_app_queue AS q ON q.id = t.queue_id
+ WHERE o.kind = 'qa' AND o.result = 'reviewed' AND o.created_at >= now() - %(window)s
+   AND (%(queue_id)s::bigint IS NULL OR t.queue_id = %(queue_id)s::bigint)
+"""

@@ -1,0 +1,141 @@
+"""Second-person lanes in a real browser: a maker decides, a checker confirms, the effect runs;
+a blind QA review disagrees and an adjudicator overturns.
+
+SCREENSHOTS=docs also writes docs/check-page.png and docs/agreement-panel.png (1366 px), the
+pictures the README shows.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+from playwright.sync_api import Page, expect
+
+from queue_app.apply import apply_batch
+from queue_app.models import AppliedDecision, CheckPolicy, Decision, LaneTask, ReviewItem
+from queue_app.services import claim_lane_task, record_qa_review, standing_outcome
+from tests.console.conftest import browser_login, recon_item, recon_queue  # noqa: F401
+from tests.lanes.conftest import decide_one
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+LANE_URL = re.compile(r".*/lanes/(\d+)/$")
+ITEM_URL = re.compile(r".*/items/(\d+)/$")
+
+
+def _docs_shot(target, name: str) -> None:
+    if os.environ.get("SCREENSHOTS") == "docs":
+        target.screenshot(path=str(DOCS / f"{name}.png"))
+
+
+def _new_page(browser, live_server, username: str) -> Page:
+    context = browser.new_context(viewport={"width": 1366, "height": 860})
+    page = context.new_page()
+    browser_login(page, live_server, username)
+    return page
+
+
+def test_maker_decides_checker_confirms_and_the_effect_is_applied(
+    browser,
+    live_server,
+    alice,
+    carol,
+    recon_queue,  # noqa: F811
+):
+    CheckPolicy.objects.create(
+        queue=recon_queue, verdict="approve", path="variance_amount", threshold=Decimal("1000")
+    )
+    item = recon_item(
+        recon_queue,
+        key="wo-7",
+        variance_amount=Decimal("1500.00"),
+        ledger_amount=Decimal("98500.00"),
+        bank_amount=Decimal("100000.00"),
+        match_decision="UNMATCHED",
+    )
+    maker = _new_page(browser, live_server, "alice")
+    maker.get_by_role("button", name="Next item in Reconciliation").click()
+    maker.wait_for_url(ITEM_URL)
+    maker.locator("label[for=verdict-approve]").click()
+    maker.get_by_label("Reason").select_option("within_tolerance")
+    maker.get_by_label("Note").fill("Write-off agreed with treasury; FX rounding on the split.")
+    maker.get_by_role("button", name="Submit decision").click()
+    maker.wait_for_url(f"{live_server.url}/")
+    assert ReviewItem.objects.get(pk=item.pk).state == "awaiting_check"
+    decision = Decision.objects.get(item=item)
+    assert not AppliedDecision.objects.filter(decision=decision).exists()
+    # The maker's home offers no check of their own decision to them... it is someone else's.
+    assert apply_batch() == 0
+
+    checker = _new_page(browser, live_server, "carol")
+    expect(checker.locator("#my-lanes")).to_contain_text("Checks")
+    checker.get_by_role("button", name="Next Checks task in Reconciliation").click()
+    checker.wait_for_url(LANE_URL)
+    expect(checker.locator("#maker-decision")).to_contain_text("Approve")
+    expect(checker.locator("#maker-decision")).to_contain_text("alice")
+    expect(checker.locator("#maker-decision")).to_contain_text("Write-off agreed with treasury")
+    _docs_shot(checker, "check-page")
+    checker.keyboard.press("c")  # Confirm
+    checker.wait_for_url(f"{live_server.url}/")
+    expect(checker.locator(".messagelist")).to_contain_text(f"Confirmed decision #{decision.pk}")
+
+    assert apply_batch() == 1
+    assert AppliedDecision.objects.get(decision=decision).status == "applied"
+    assert standing_outcome(item=item) == "approve"
+
+
+def test_a_qa_round_with_a_disagreement_ends_in_an_overturn(
+    browser, live_server, queue, alice, bob, carol, adjudicator
+):
+    queue.qa_rate = 100
+    queue.save(update_fields=["qa_rate"])
+    # History for the agreement panel: bob's decisions, QA-reviewed by carol, who agrees.
+    for verdict, reason in [("approve", "verified"), ("reject", "fraud"), ("approve", "verified")]:
+        decide_one(queue, bob, verdict=verdict, reason=reason)
+        task = claim_lane_task(queue=queue, kind="qa", user=carol)
+        record_qa_review(
+            task_id=task.pk,
+            user=carol,
+            lease_token=task.lease_token,
+            verdict=verdict,
+            reason_code=reason,
+        )
+    sampled = decide_one(queue, alice, note="Passport verified against the registry")
+    qa = _new_page(browser, live_server, "carol")
+    qa.get_by_role("button", name="Next QA task in Kyc").click()
+    qa.wait_for_url(LANE_URL)
+    task_id = int(LANE_URL.match(qa.url).group(1))
+    assert LaneTask.objects.get(pk=task_id).decision_id == sampled.pk
+    # Blind: neither the first verdict nor its note nor its reviewer is on the page.
+    expect(qa.locator("body")).not_to_contain_text("Passport verified against the registry")
+    expect(qa.locator("#maker-decision")).to_have_count(0)
+    qa.keyboard.press("r")  # reject
+    qa.get_by_label("Reason").select_option("fraud")
+    qa.get_by_role("button", name="Submit QA review").click()
+    qa.wait_for_url(re.compile(r".*/$"))
+
+    judge = _new_page(browser, live_server, "dana")
+    judge.get_by_role("button", name="Next Adjudication task in Kyc").click()
+    judge.wait_for_url(LANE_URL)
+    expect(judge.locator("#maker-decision")).to_contain_text("alice")
+    expect(judge.locator("#qa-decision")).to_contain_text("Reject")
+    judge.keyboard.press("o")  # overturn
+    judge.get_by_label("Overturn reason").select_option("reviewer_error")
+    judge.get_by_role("button", name="Record adjudication").click()
+    judge.wait_for_url(re.compile(r".*/$"))
+    assert standing_outcome(item=sampled.item_id) == "reject"
+
+    root = User.objects.create_superuser("root", password="pw-root")
+    ops = _new_page(browser, live_server, root.username)
+    ops.goto(f"{live_server.url}/ops/")
+    panel = ops.locator("#lanes")
+    expect(panel.locator("#agreement-panel")).to_contain_text("Kyc")
+    # approve/approve 2, reject/reject 1, approve/reject 1: p_o = .75, p_e = .5, kappa = .5.
+    expect(panel.locator("#agreement-panel .kappa")).to_have_text("0.50")
+    _docs_shot(panel, "agreement-panel")

@@ -1,0 +1,43 @@
+"""How many SQL statements a check cycle costs (Next check, then Confirm): a budget."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from queue_app.services import claim_lane_task, confirm_check
+from tests.lanes.conftest import bulk_checks
+
+pytestmark = pytest.mark.django_db
+
+# Next check: is the user an API client's service user? (machines never work a lane), then the
+# timeouts and the claim with the COMMIT in one round trip. Confirm: the same service-user
+# check; the timeouts and the locking read of task, item and decision in one round trip; then
+# the one statement that writes the outcome, the effect job, the item's state, any QA task and
+# the audit event, with the COMMIT. Seven statements in five round trips.
+CLAIM_STATEMENTS = 3
+CONFIRM_STATEMENTS = 4
+
+
+def test_a_check_cycle_costs_seven_statements(checked_queue, alice, carol):
+    bulk_checks(checked_queue, alice, 3)
+    claim_lane_task(queue=checked_queue, kind="check", user=carol)  # warm caches (permissions)
+    with CaptureQueriesContext(connection) as claim:
+        task = claim_lane_task(queue=checked_queue, kind="check", user=carol)
+    with CaptureQueriesContext(connection) as confirm:
+        confirm_check(task_id=task.pk, user=carol, lease_token=task.lease_token)
+    claimed, confirmed = _statements(claim), _statements(confirm)
+    print(f"check cycle: {len(claimed)} + {len(confirmed)} statements", claimed + confirmed)
+    assert len(claimed) == CLAIM_STATEMENTS
+    assert len(confirmed) == CONFIRM_STATEMENTS
+
+
+def _statements(captured: CaptureQueriesContext) -> list[str]:
+    # The test's own transaction turns each atomic block into a savepoint; in a request they
+    # are BEGIN (implicit) and COMMIT (sent with the last statement), which are not logged.
+    return [
+        " ".join(q["sql"].split()[:2])
+        for q in captured.captured_queries
+        if not q["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))
+    ]
