@@ -17,6 +17,7 @@ from tests.accessibility import assert_accessible
 from tests.attachments.conftest import PDF_BYTES, image_bytes
 from tests.conftest import make_items
 from tests.console.conftest import browser_login
+from tests.identity.browser_steps import enrol_second_factor
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -108,10 +109,18 @@ def test_an_item_with_veiled_images_and_a_pdf(page: Page, live_server, alice, ro
     assert_accessible(page, "an item with one image revealed")
 
 
+def staff_second_factor(page: Page, url: str) -> None:
+    """Open a staff page as a staff member without a device: enrol (checked too), then open it."""
+    page.goto(url)
+    assert_accessible(page, "the second-factor enrolment page")
+    enrol_second_factor(page)
+    page.goto(url)
+
+
 def test_ops_dashboard(page: Page, live_server, root, queue):
     make_items(queue, 2)
     browser_login(page, live_server, "root")
-    page.goto(f"{live_server.url}/ops/")
+    staff_second_factor(page, f"{live_server.url}/ops/")
     assert_accessible(page, "/ops/")
 
 
@@ -132,7 +141,7 @@ def test_the_admin_pages_we_customise(page: Page, live_server, root, bob, queue)
         evidence_hash=shown_hash(claimed),
     )
     browser_login(page, live_server, "root")
-    page.goto(f"{live_server.url}/admin/queue_app/reviewitem/{item.pk}/change/")
+    staff_second_factor(page, f"{live_server.url}/admin/queue_app/reviewitem/{item.pk}/change/")
     expect(page.locator("ol.timeline")).to_be_visible()
     assert_accessible(page, "the admin item timeline")
     page.goto(f"{live_server.url}/admin/queue_app/decision/{decision.pk}/overturn/")
