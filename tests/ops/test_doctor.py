@@ -47,9 +47,10 @@ def test_it_passes_every_check_on_a_healthy_database(queue, alice, bob, capsys):
         "BLOCKED_EFFECTS",
         "BLOAT",
         "SLA_BREACH",  # issue 15
+        "LANE_BACKLOG",  # issue 14
     ):
         assert f"ok   {name}" in out
-    assert "All 8 checks passed." in out
+    assert "All 9 checks passed." in out
 
 
 @pytest.mark.django_db
@@ -149,7 +150,7 @@ def test_it_prints_failures_with_advice(queue, alice, capsys):
     out = capsys.readouterr().out
     assert "FAIL UNAPPLIED" in out
     assert "run_apply_worker" in out
-    assert "1 of 8 checks failed." in out
+    assert "1 of 9 checks failed." in out
 
 
 @pytest.mark.django_db
