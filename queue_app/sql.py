@@ -103,7 +103,9 @@ RETURNING i.*
 #   are never walked;
 # - the UPDATE re-checks nothing because the row lock is held from selection to stamp, and
 #   the new random token fences every later write by the previous holder.
-# Items already leased %(max_leases)s times are left for the escalation sweep.
+# Items already leased %(max_leases)s times are left for the escalation sweep, except items a
+# checker returned (review_round > 0): their decision pins them to this queue, so the sweep
+# cannot move them (ESCALATE_ABANDONED) and they stay claimable here rather than stuck.
 # Pending items the claimer released less than %(release_skip)s ago come last: they are taken
 # only when nothing else is pending for them (fresh, then skipped; both on item_pending_claim).
 # {gate} is a condition checked once, before anything is locked (see CLAIM_NEXT_ITEM).
@@ -122,7 +124,7 @@ WITH expired AS MATERIALIZED (
     SELECT id, lease_owner_id AS previous_owner_id, NULL::timestamptz AS hold_ended
       FROM queue_app_reviewitem
      WHERE queue_id = %(queue_id)s AND state = 'leased' AND lease_expires < now()
-       AND lease_count < %(max_leases)s
+       AND (lease_count < %(max_leases)s OR review_round > 0)  -- returned: cannot move
        AND %(owner_id)s <> ALL (excluded_reviewer_ids)  -- hand-off
        AND {gate}
      ORDER BY lease_expires
@@ -152,7 +154,7 @@ WITH expired AS MATERIALIZED (
         SELECT id, NULL::bigint AS previous_owner_id
           FROM queue_app_reviewitem
          WHERE queue_id = %(queue_id)s AND state = 'pending'
-           AND lease_count < %(max_leases)s
+           AND (lease_count < %(max_leases)s OR review_round > 0)  -- returned: cannot move
            AND %(owner_id)s <> ALL (excluded_reviewer_ids)  -- hand-off
            AND (released_by_id IS DISTINCT FROM %(owner_id)s
                 OR released_at <= now() - %(release_skip)s::interval)
@@ -169,7 +171,7 @@ WITH expired AS MATERIALIZED (
         SELECT id, NULL::bigint AS previous_owner_id
           FROM queue_app_reviewitem
          WHERE queue_id = %(queue_id)s AND state = 'pending'
-           AND lease_count < %(max_leases)s
+           AND (lease_count < %(max_leases)s OR review_round > 0)  -- returned: cannot move
            AND %(owner_id)s <> ALL (excluded_reviewer_ids)  -- hand-off
            AND released_by_id = %(owner_id)s AND released_at > now() - %(release_skip)s::interval
            AND {gate}
@@ -365,7 +367,7 @@ WITH candidates AS MATERIALIZED (
        AND i.lease_count >= q.escalation_threshold
        -- An item a checker returned (review_round > 0) has a decision in this queue, whose
        -- foreign key (decision_item_in_queue) pins the item's queue: moving it would fail the
-       -- whole sweep. It stays, visible to doctor's STARVATION (issue 14).
+       -- whole sweep. It stays, and the claim keeps taking it past the threshold (_CLAIM).
        AND i.review_round = 0
        AND (i.state = 'pending' OR (i.state = 'leased' AND i.lease_expires < now()))
      ORDER BY i.id

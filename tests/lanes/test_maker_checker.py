@@ -266,3 +266,6 @@ def test_the_abandonment_sweep_leaves_a_returned_item_in_place(checked_queue, al
     ReviewItem.objects.filter(pk=decision.item_id).update(lease_count=5)
     escalate_abandoned()  # would fail on the decision's foreign key if it moved the item
     assert ReviewItem.objects.get(pk=decision.item_id).queue_id == checked_queue.pk
+    # ...and it is not stuck: past the threshold, the claim still hands it out in its queue.
+    reclaimed = claim_next(queue=checked_queue, reviewer=carol)
+    assert reclaimed is not None and reclaimed.pk == decision.item_id
