@@ -12,13 +12,14 @@ import re
 import uuid
 from datetime import datetime
 from decimal import Decimal
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from ninja import Schema
 from pydantic import AfterValidator, AwareDatetime, Field, Strict, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 from queue_app.jsonutil import MAX_NUMBER_DIGITS, number_from_text, number_in_bounds
+from queue_app.models import ItemState
 
 # The largest request body the API reads, in bytes (a 413 beyond it). Item payloads are
 # evidence for a person to read, not documents; 256 KiB is generous for that.
@@ -280,12 +281,18 @@ class ArrivedByOut(Schema):
     lease_count: int | None
 
 
+# Every state an item can be in (models.ItemState); one name so no schema forgets one (an item
+# awaiting its check in a list answered 500 when a schema listed only some).
+ItemStateName = Literal["pending", "leased", "decided", "held", "awaiting_check"]
+assert set(get_args(ItemStateName)) == set(ItemState.values), "ItemStateName != ItemState"
+
+
 class EscalatedToOut(Schema):
     """An item opened by escalating this one."""
 
     item_id: int
     queue: str
-    state: Literal["pending", "leased", "decided"]
+    state: ItemStateName
     decision_id: int | None = Field(description="The escalate verdict that opened it.")
 
 
@@ -299,7 +306,7 @@ class AttachmentOut(Schema):
 class ItemOut(Schema):
     id: int
     queue: str
-    state: Literal["pending", "leased", "decided", "held", "awaiting_check"]
+    state: ItemStateName
     subject: str
     priority: int
     payload: StoredPayload
@@ -390,7 +397,7 @@ class ReleaseOut(Schema):
 class SubjectItemOut(Schema):
     id: int
     queue: str
-    state: Literal["pending", "leased", "decided", "held"]
+    state: ItemStateName
     subject: str
     created_at: datetime
     due_at: datetime | None
