@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import pghistory
 import pgtrigger
-from django.db import models
 from django.contrib.auth.models import Group, User
+from django.db import models
 from django_otp.plugins.otp_static.models import StaticDevice
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
@@ -171,7 +171,11 @@ QUEUE_FIELDS_SINCE_0018 = {
     ),
 }
 QueueConfigEvent = _event_model(
-    Queue, "QueueConfigEvent", _row_events(QUEUE_FIELDS), QUEUE_FIELDS, attrs=QUEUE_FIELDS_SINCE_0018
+    Queue,
+    "QueueConfigEvent",
+    _row_events(QUEUE_FIELDS),
+    QUEUE_FIELDS,
+    attrs=QUEUE_FIELDS_SINCE_0018,
 )
 REASON_FIELDS = ["queue", "verdict", "code", "label", "retired_at", "is_default"]
 ReasonCodeEvent = _event_model(

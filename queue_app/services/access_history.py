@@ -154,7 +154,11 @@ def _subject(event: Any, names: _Names) -> str:
         ),
         "queue_app.CheckPolicyEvent": lambda: (
             f"check policy #{event.pgh_obj_id} of queue {queue}: {data.get('verdict')} "
-            + (f"when {data.get('path')} ≥ {data.get('threshold')}" if data.get("path") else "always")
+            + (
+                f"when {data.get('path')} ≥ {data.get('threshold')}"
+                if data.get("path")
+                else "always"
+            )
         ),
         "queue_app.HoldReasonEvent": lambda: f"hold reason {data.get('code')} of queue {queue}",
         "queue_app.TOTPDeviceEvent": lambda: (
