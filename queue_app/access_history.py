@@ -21,10 +21,12 @@ from __future__ import annotations
 import pghistory
 import pgtrigger
 from django.contrib.auth.models import Group, User
+from django.db import models
 from django_otp.plugins.otp_static.models import StaticDevice
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from queue_app.models import ApiClient, Queue, ReasonCode
+from queue_app.lanes_models import CheckPolicy
+from queue_app.models import ApiClient, HoldReason, Queue, ReasonCode
 
 APP = "queue_app"
 
@@ -42,6 +44,12 @@ QUEUE_FIELDS = [
     "webhook_secret_env",
     "max_in_flight",
     "release_skip",
+    # Who may see the work (sensitive), its deadlines, how long it may wait, how much is sampled.
+    "sensitive",
+    "default_sla",
+    "sla_warning",
+    "max_hold",
+    "qa_rate",
 ]
 #: last_used_at changes on every API call: not an access change.
 API_CLIENT_FIELDS = [
@@ -118,11 +126,12 @@ class StaticDeviceAccess(StaticDevice):
         app_label = APP
 
 
-def _event_model(tracked, name: str, trackers, fields=None, obj: bool = True):
+def _event_model(tracked, name: str, trackers, fields=None, obj: bool = True, attrs=None):
     return pghistory.create_event_model(
         tracked,
         *trackers,
         fields=fields,
+        attrs=attrs,
         model_name=name,
         app_label=APP,
         abstract=False,
@@ -148,10 +157,39 @@ ApiClientEvent = _event_model(
 ApiClientQueueEvent = _event_model(
     ApiClientQueueLink, "ApiClientQueueEvent", _link_events(), obj=False
 )
-QueueConfigEvent = _event_model(Queue, "QueueConfigEvent", _row_events(QUEUE_FIELDS), QUEUE_FIELDS)
+_NOT_YET_TRACKED = "Empty on events recorded before migration 0018 began tracking it."
+#: Settings tracked since migration 0018: nullable in the event table, so events recorded
+#: before then say "not recorded" rather than a default the queue may never have had. The
+#: migration writes one "baseline" event per queue with their values at that moment.
+QUEUE_FIELDS_SINCE_0018 = {
+    "sensitive": models.BooleanField(null=True, help_text=_NOT_YET_TRACKED),
+    "default_sla": models.DurationField(null=True, help_text=_NOT_YET_TRACKED),
+    "sla_warning": models.DurationField(null=True, help_text=_NOT_YET_TRACKED),
+    "max_hold": models.DurationField(null=True, help_text=_NOT_YET_TRACKED),
+    "qa_rate": models.DecimalField(
+        max_digits=5, decimal_places=2, null=True, help_text=_NOT_YET_TRACKED
+    ),
+}
+QueueConfigEvent = _event_model(
+    Queue,
+    "QueueConfigEvent",
+    _row_events(QUEUE_FIELDS),
+    QUEUE_FIELDS,
+    attrs=QUEUE_FIELDS_SINCE_0018,
+)
 REASON_FIELDS = ["queue", "verdict", "code", "label", "retired_at", "is_default"]
 ReasonCodeEvent = _event_model(
     ReasonCode, "ReasonCodeEvent", _row_events(REASON_FIELDS), REASON_FIELDS
+)
+#: Maker-checker: which of a queue's decisions need a second person before their effect runs.
+CHECK_POLICY_FIELDS = ["queue", "verdict", "path", "threshold"]
+CheckPolicyEvent = _event_model(
+    CheckPolicy, "CheckPolicyEvent", _row_events(CHECK_POLICY_FIELDS), CHECK_POLICY_FIELDS
+)
+#: A queue's hold codes: why its items may be set aside, and which are still offered.
+HOLD_REASON_FIELDS = ["queue", "code", "label", "retired_at"]
+HoldReasonEvent = _event_model(
+    HoldReason, "HoldReasonEvent", _row_events(HOLD_REASON_FIELDS), HOLD_REASON_FIELDS
 )
 TOTPDeviceEvent = _event_model(
     TOTPDeviceAccess, "TOTPDeviceEvent", _row_events(DEVICE_FIELDS), DEVICE_FIELDS
@@ -171,6 +209,8 @@ EVENT_MODELS = [
     ApiClientQueueEvent,
     QueueConfigEvent,
     ReasonCodeEvent,
+    CheckPolicyEvent,
+    HoldReasonEvent,
     TOTPDeviceEvent,
     StaticDeviceEvent,
 ]

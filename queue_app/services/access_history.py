@@ -34,6 +34,8 @@ KINDS: dict[str, str] = {
     "queue_app.ApiClientQueueEvent": "API client queue",
     "queue_app.QueueConfigEvent": "queue configuration",
     "queue_app.ReasonCodeEvent": "reason code",
+    "queue_app.CheckPolicyEvent": "check policy",
+    "queue_app.HoldReasonEvent": "hold reason",
     "queue_app.TOTPDeviceEvent": "authenticator (TOTP)",
     "queue_app.StaticDeviceEvent": "recovery codes",
 }
@@ -150,6 +152,15 @@ def _subject(event: Any, names: _Names) -> str:
             f"reason {data.get('verdict')}/{data.get('code')} of queue "
             f"{names.of('queue', data.get('queue_id'))}"
         ),
+        "queue_app.CheckPolicyEvent": lambda: (
+            f"check policy #{event.pgh_obj_id} of queue {queue}: {data.get('verdict')} "
+            + (
+                f"when {data.get('path')} ≥ {data.get('threshold')}"
+                if data.get("path")
+                else "always"
+            )
+        ),
+        "queue_app.HoldReasonEvent": lambda: f"hold reason {data.get('code')} of queue {queue}",
         "queue_app.TOTPDeviceEvent": lambda: (
             f"{data.get('name')} of user {names.of('user', data.get('user_id'))}"
         ),
@@ -167,7 +178,8 @@ def _change(event: Any) -> str:
             for field, (before, after) in sorted(event.pgh_diff.items())
         )
     data = {k: v for k, v in (event.pgh_data or {}).items() if k != "id"}
-    if event.pgh_label in ("created", "deleted"):
+    # "baseline": the values a row had when migration 0018 began tracking it.
+    if event.pgh_label in ("created", "deleted", "baseline"):
         return ", ".join(f"{k}={_plain(v)}" for k, v in sorted(data.items()))
     return ""
 

@@ -16,7 +16,8 @@ from django.test import Client
 
 from queue_app.access_history import EVENT_MODELS
 from queue_app.api.auth import issue_api_client
-from queue_app.models import ApiClient, Queue, ReasonCode
+from queue_app.lanes_models import CheckPolicy
+from queue_app.models import ApiClient, HoldReason, Queue, ReasonCode
 from queue_app.services.access_history import DATABASE, describe, history_events
 from tests.conftest import make_queue
 
@@ -139,6 +140,8 @@ def every_kind_of_change(queue, alice) -> None:
     ReasonCode.objects.filter(queue=queue, code="fraud").update(label="Fraud")
     pending_totp(alice)
     new_recovery_codes(user=alice)
+    HoldReason.objects.create(queue=queue, code="docs", label="Awaiting documents")
+    CheckPolicy.objects.create(queue=queue, verdict="approve")
 
 
 @pytest.mark.parametrize("model", EVENT_MODELS, ids=lambda m: m.__name__)
@@ -222,3 +225,174 @@ def test_the_csv_export_neutralises_formulas(root_client, alice):
 def test_the_queue_admin_page_links_to_its_access_history(root_client, queue):
     page = root_client.get(f"/admin/queue_app/queue/{queue.pk}/change/").content.decode()
     assert 'href="/admin/access-history/?queue=kyc"' in page
+
+
+# Settings and rules added after the history was first written (migration 0018): queue
+# sensitivity, deadlines, holds and QA sampling; maker-checker policies; hold reasons.
+
+
+@pytest.mark.parametrize(
+    "column, value, change",
+    [
+        ("sensitive", "true", "sensitive: False → True"),
+        ("default_sla", "'2 hours'", "default_sla: — → 02:00:00"),
+        ("sla_warning", "'1 hour'", "sla_warning: 04:00:00 → 01:00:00"),
+        ("max_hold", "'3 days'", "max_hold: 7 days → 3 days"),
+        ("qa_rate", "12.5", "qa_rate: 0.0 → 12.5"),
+    ],
+)
+def test_a_new_queue_setting_changed_with_raw_sql_is_recorded_as_the_database(
+    queue, column, value, change
+):
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE queue_app_queue SET {column} = {value} WHERE id = %s", [queue.pk])
+    (row,) = [
+        r for r in rows(queue=queue) if r.kind == "queue configuration" and r.action == "changed"
+    ]
+    assert row.subject == f"queue kyc (#{queue.pk})"
+    assert row.change == change
+    assert row.by == DATABASE
+    assert row.trace_id == ""
+
+
+def test_check_policies_and_hold_reasons_changed_with_raw_sql_are_in_their_queues_history(queue):
+    other = make_queue("aml")
+    with connection.cursor() as cursor:
+        for q in (queue, other):
+            cursor.execute(
+                "INSERT INTO queue_app_checkpolicy (queue_id, verdict, path, threshold)"
+                " VALUES (%s, 'approve', 'amount', 10000)",
+                [q.pk],
+            )
+            cursor.execute(
+                "INSERT INTO queue_app_holdreason (queue_id, code, label)"
+                " VALUES (%s, 'docs', 'Awaiting documents')",
+                [q.pk],
+            )
+        cursor.execute(
+            "UPDATE queue_app_checkpolicy SET threshold = 5000 WHERE queue_id = %s", [queue.pk]
+        )
+        cursor.execute(
+            "UPDATE queue_app_holdreason SET retired_at = '2026-11-30T12:00:00Z'"
+            " WHERE queue_id = %s",
+            [queue.pk],
+        )
+        cursor.execute("DELETE FROM queue_app_checkpolicy WHERE queue_id = %s", [queue.pk])
+    policy = CheckPolicy.objects.get(queue=other)
+    found = {(r.kind, r.action): r for r in rows(queue=queue)}
+    assert {a for k, a in found if k == "check policy"} == {"created", "changed", "deleted"}
+    assert {a for k, a in found if k == "hold reason"} == {"created", "changed"}
+    assert all(
+        r.by == DATABASE for r in found.values() if r.kind in ("check policy", "hold reason")
+    )
+    changed = found[("check policy", "changed")]
+    assert changed.change == "threshold: 10000.0 → 5000.0"
+    assert changed.subject.startswith("check policy #") and "of queue kyc" in changed.subject
+    assert changed.subject.endswith("approve when amount ≥ 5000.0")
+    assert found[("check policy", "deleted")].change.startswith("path=amount, queue_id=")
+    retired = found[("hold reason", "changed")]
+    assert retired.subject == f"hold reason docs of queue kyc (#{queue.pk})"
+    assert retired.change == "retired_at: — → 2026-11-30T12:00:00+00:00"
+    assert not any(f"#{policy.pk} " in r.subject for r in rows(queue=queue))  # aml's stays out
+    assert any(f"#{policy.pk} " in r.subject for r in rows(queue=other))
+
+
+def _queue_form(**fields) -> dict:
+    return {
+        "slug": "payments",
+        "name": "Payment holds",
+        "description": "",
+        "lease_ttl": "00:15:00",
+        "max_in_flight": "500",
+        "escalation_threshold": "3",
+        "escalation_queue": "",
+        "effect": "log",
+        "webhook_url": "",
+        "webhook_secret_env": "",
+        "release_skip": "00:15:00",
+        "default_sla": "",
+        "sla_warning": "04:00:00",
+        "max_hold": "7 00:00:00",
+        "qa_rate": "0",
+        "evidence_rules-TOTAL_FORMS": "0",
+        "evidence_rules-INITIAL_FORMS": "0",
+        "hold_reasons-TOTAL_FORMS": "0",
+        "hold_reasons-INITIAL_FORMS": "0",
+        "check_policies-TOTAL_FORMS": "0",
+        "check_policies-INITIAL_FORMS": "0",
+        **fields,
+    }
+
+
+def test_admin_changes_to_new_settings_policies_and_hold_reasons_name_the_admin(root_client, root):
+    trace = str(uuid.uuid4())
+    created = root_client.post(
+        "/admin/queue_app/queue/add/",
+        _queue_form(
+            **{
+                "hold_reasons-TOTAL_FORMS": "1",
+                "hold_reasons-0-code": "docs",
+                "hold_reasons-0-label": "Awaiting documents",
+                "check_policies-TOTAL_FORMS": "1",
+                "check_policies-0-verdict": "reject",
+            }
+        ),
+        headers={"X-Request-ID": trace},
+    )
+    assert created.status_code == 302, created.content[:3000]
+    queue = Queue.objects.get(slug="payments")
+    reason, policy = HoldReason.objects.get(queue=queue), CheckPolicy.objects.get(queue=queue)
+    changed = root_client.post(
+        f"/admin/queue_app/queue/{queue.pk}/change/",
+        _queue_form(
+            sensitive="on",
+            default_sla="1 00:00:00",
+            sla_warning="02:00:00",
+            max_hold="3 00:00:00",
+            qa_rate="5",
+            **{
+                "hold_reasons-TOTAL_FORMS": "1",
+                "hold_reasons-INITIAL_FORMS": "1",
+                "hold_reasons-0-id": reason.pk,
+                "hold_reasons-0-queue": queue.pk,
+                "hold_reasons-0-code": "docs",
+                "hold_reasons-0-label": "Awaiting customer documents",
+                "check_policies-TOTAL_FORMS": "1",
+                "check_policies-INITIAL_FORMS": "1",
+                "check_policies-0-id": policy.pk,
+                "check_policies-0-queue": queue.pk,
+                "check_policies-0-verdict": "reject",
+                "check_policies-0-DELETE": "on",
+            },
+        ),
+        headers={"X-Request-ID": trace},
+    )
+    assert changed.status_code == 302, changed.content[:3000]
+    found = {(r.kind, r.action): r for r in rows(queue=queue)}
+    for key in [
+        ("queue configuration", "created"),
+        ("queue configuration", "changed"),
+        ("hold reason", "created"),
+        ("hold reason", "changed"),
+        ("check policy", "created"),
+        ("check policy", "deleted"),
+    ]:
+        assert found[key].by == f"root (#{root.pk})", key
+        assert found[key].trace_id == trace, key
+    assert found[("queue configuration", "changed")].change == (
+        "default_sla: — → 1 day; max_hold: 7 days → 3 days; "
+        "qa_rate: 0.0 → 5.0; sensitive: False → True; sla_warning: 04:00:00 → 02:00:00"
+    )
+    assert found[("hold reason", "changed")].change == (
+        "label: Awaiting documents → Awaiting customer documents"
+    )
+    assert found[("check policy", "deleted")].subject.endswith("reject always")
+
+    page = root_client.get("/admin/access-history/", {"queue": "payments"}).content.decode()
+    assert "hold reason docs of queue payments" in page
+    assert "check policy #" in page
+    assert "sensitive: False → True" in page
+    export = root_client.get("/admin/access-history.csv", {"queue": "payments"})
+    body = b"".join(export.streaming_content).decode()
+    assert "check policy,deleted" in body
+    assert "hold reason,changed" in body
