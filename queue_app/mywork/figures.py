@@ -8,8 +8,8 @@ from datetime import date, datetime, time, timedelta
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from queue_app.managers import fetch_dicts
 from queue_app.lanes import Rate
+from queue_app.managers import fetch_dicts
 from queue_app.models import Decision, ItemState, ReviewItem
 from queue_app.mywork import sql
 from queue_app.ops.lanes import interval_text, percent

@@ -55,8 +55,9 @@ SELECT d.queue_id,
 # when and the deadline. A held row names no owner (HOLD_ITEM ends the lease), so who held it
 # is the actor of the item's latest 'held' event (written with it): the held rows are read
 # through the partial index item_held_until (state = 'held' only: open holds, never history),
-# each probing its own events once by item id (an index on itemevent.item_id). Cost follows the number of open holds,
-# never the size of the item table or the event log; the LIMIT bounds the answer.
+# each probing its own events once by item id (the index on itemevent.item_id). Cost follows
+# the number of open holds, never the size of the item table or the event log; the LIMIT
+# bounds the answer.
 MY_HOLDS = """
 SELECT i.id, i.subject, i.hold_until, i.held_at, i.due_at,
        q.name AS queue_name, r.code AS reason_code, r.label AS reason_label

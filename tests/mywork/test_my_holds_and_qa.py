@@ -21,7 +21,7 @@ from queue_app.services import (
 )
 from tests.clocks.helpers import add_hold_reasons, item
 from tests.console.conftest import login
-from tests.lanes.conftest import carol, decide_one  # noqa: F401 (carol: a fixture)
+from tests.lanes.conftest import decide_one
 
 pytestmark = pytest.mark.django_db
 
