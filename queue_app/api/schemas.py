@@ -390,7 +390,7 @@ class ReleaseOut(Schema):
 class SubjectItemOut(Schema):
     id: int
     queue: str
-    state: Literal["pending", "leased", "decided", "held"]
+    state: Literal["pending", "leased", "decided", "held", "awaiting_check"]
     subject: str
     created_at: datetime
     due_at: datetime | None
