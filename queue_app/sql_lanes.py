@@ -283,9 +283,10 @@ SELECT q.slug, count(*) AS total, count(*) FILTER (WHERE o.result = 'returned') 
 
 # Every QA review in the window with the decision it sampled: the agreement figures per queue
 # and per reviewer are both computed from these rows (services.agreement). The window is read
-# through laneoutcome_kind_at.
+# through laneoutcome_kind_at. %(reviewer_id)s (NULL = everyone) narrows them to one original
+# reviewer's decisions: My work shows a reviewer their own agreement (queue_app/mywork/).
 QA_REVIEWS_IN_WINDOW = """
-SELECT q.id AS queue_id, q.slug, q.name AS queue_name,
+SELECT q.id AS queue_id, q.slug, q.name AS queue_name, o.created_at AS reviewed_at,
        d.reviewer_id, coalesce(d.reviewer_username, u.username) AS reviewer_username,
        d.verdict AS first_verdict, o.verdict AS qa_verdict, o.agrees_verdict, o.agrees_reason
   FROM queue_app_laneoutcome AS o
@@ -295,4 +296,5 @@ SELECT q.id AS queue_id, q.slug, q.name AS queue_name,
   JOIN queue_app_queue AS q ON q.id = t.queue_id
  WHERE o.kind = 'qa' AND o.result = 'reviewed' AND o.created_at >= now() - %(window)s
    AND (%(queue_id)s::bigint IS NULL OR t.queue_id = %(queue_id)s::bigint)
+   AND (%(reviewer_id)s::bigint IS NULL OR d.reviewer_id = %(reviewer_id)s::bigint)
 """

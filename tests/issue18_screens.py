@@ -95,6 +95,7 @@ def test_take_issue18_screenshots(live_server, page):
         "reconciliation", group=group, escalation_queue=make_queue("escalation", group=group)
     )
     recon.name = "Reconciliation exceptions"
+    recon.qa_rate = 100  # every decision drawn, so My work has QA agreement to show
     recon.save()
     alice = User.objects.create_user("alice", password="pw-alice", first_name="Alice")
     alice.groups.add(group)
@@ -122,6 +123,37 @@ def test_take_issue18_screenshots(live_server, page):
         [("approve", "verified")] * 4 + [("reject", "document_expired")] * 2
     ):
         _decide(kyc, alice, verdict, reason, 95 + 31 * n)
+
+    # Bob QA-reviews alice's reconciliation decisions, disagreeing once; alice holds an item.
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from queue_app.models import HoldReason
+    from queue_app.services import claim_lane_task, hold_item, record_qa_review
+
+    bob = User.objects.create_user("bob", password="pw-bob")
+    bob.groups.add(group)
+    n = 0
+    while (task := claim_lane_task(queue=recon, kind="qa", user=bob)) is not None:
+        verdict = task.decision.verdict if n != 2 else "reject"
+        record_qa_review(
+            task_id=task.pk,
+            user=bob,
+            lease_token=task.lease_token,
+            verdict=verdict,
+            reason_code="verified" if verdict == "approve" else "fraud",
+        )
+        n += 1
+    HoldReason.objects.create(queue=recon, code="awaiting_bank", label="Awaiting the bank")
+    held = claim_next(queue=recon, reviewer=alice)
+    hold_item(
+        item_id=held.pk,
+        reviewer=alice,
+        lease_token=held.lease_token,
+        reason_code="awaiting_bank",
+        hold_until=timezone.now() + timedelta(hours=20),
+    )
 
     item, _ = create_item(
         queue=kyc,

@@ -78,3 +78,45 @@ def test_demo_names_stay_distinct_past_every_pairing():
     from queue_app.management.commands.seed_demo import applicant_names
 
     assert len(set(applicant_names(1000))) == 1000
+
+
+def test_the_demo_has_a_check_and_a_qa_review_waiting_for_someone_other_than_the_maker(
+    monkeypatch, capsys
+):
+    from django.test import Client
+
+    from queue_app.models import CheckPolicy, Decision, LaneTask
+    from queue_app.services import claim_lane_task
+
+    monkeypatch.setenv("DEMO_PASSWORD", "demo-password-1")
+    call_command("seed_demo", items=20)
+    first = (Decision.objects.count(), LaneTask.objects.count())
+    call_command("seed_demo", items=20)
+    assert (Decision.objects.count(), LaneTask.objects.count()) == first  # a rerun decides nothing
+
+    recon = Queue.objects.get(slug="reconciliation")
+    assert recon.qa_rate > 0
+    policy = CheckPolicy.objects.get(queue=recon)
+    assert (policy.verdict, policy.path) == ("approve", "variance_amount")
+    bob = User.objects.get(username="bob")
+    checks = list(LaneTask.objects.filter(queue=recon, kind="check", state="open").order_by("id"))
+    assert checks
+    for check in checks:
+        assert check.maker_id == bob.pk
+        assert check.item.state == "awaiting_check"
+        assert check.item.payload["variance_amount"] >= policy.threshold
+    check = checks[0]
+    assert LaneTask.objects.filter(queue=recon, kind="qa", state="open", maker=bob).exists()
+    assert set(Decision.objects.values_list("reviewer__username", flat=True)) == {"bob"}
+
+    # The home page shows both lanes to alice, who may check; the maker gets neither task.
+    alice = User.objects.get(username="alice")
+    client = Client()
+    client.force_login(alice)
+    home = client.get("/").content.decode()
+    assert 'data-queue="reconciliation" data-lane="check"' in home
+    assert 'data-queue="reconciliation" data-lane="qa"' in home
+    assert "Next check" in home and "Next QA" in home
+    assert claim_lane_task(queue=recon, kind="check", user=bob) is None
+    assert claim_lane_task(queue=recon, kind="qa", user=bob) is None
+    assert claim_lane_task(queue=recon, kind="check", user=alice).pk == check.pk

@@ -8,9 +8,12 @@ from datetime import date, datetime, time, timedelta
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from queue_app.lanes import Rate
 from queue_app.managers import fetch_dicts
 from queue_app.models import Decision, ItemState, ReviewItem
 from queue_app.mywork import sql
+from queue_app.ops.lanes import interval_text, percent
+from queue_app.services.agreement import Agreement, agreement_of, qa_review_rows
 
 WEEK = timedelta(days=7)
 MONTH = timedelta(days=30)
@@ -18,6 +21,8 @@ MONTH = timedelta(days=30)
 # most this far (an item id or a day is exact and needs no bound of its own).
 SEARCH_LIMIT = 50
 SUBJECT_SEARCH_DAYS = 365
+# At most this many of my holds are listed (soonest back first).
+HOLDS_LIMIT = 100
 
 
 @dataclass
@@ -64,11 +69,47 @@ class HandlingTime:
 
 
 @dataclass
+class MyHold:
+    id: int
+    subject: str
+    queue_name: str
+    reason_code: str
+    reason_label: str
+    hold_until: datetime
+    held_at: datetime
+    due_at: datetime | None
+
+
+@dataclass
+class AgreementWindow:
+    """My QA agreement over one of the page's windows (by when the QA review was recorded)."""
+
+    window: str  # today, week, month
+    label: str
+    agreement: Agreement
+
+    @property
+    def verdict(self) -> Rate:
+        return self.agreement.verdict
+
+    @property
+    def percent(self) -> str:
+        return percent(self.verdict)  # formatted as /ops/ formats it
+
+    @property
+    def interval(self) -> str:
+        return interval_text(self.verdict)
+
+
+@dataclass
 class MyWork:
     counts: list[QueueCounts]
     handling: list[HandlingTime]
     leases: list[ReviewItem]
     today_starts: datetime
+    holds: list[MyHold] = field(default_factory=list)
+    # Empty when no QA review of my decisions was recorded in the last 30 days.
+    agreement: list[AgreementWindow] = field(default_factory=list)
 
     @property
     def totals(self) -> dict[str, int]:
@@ -137,7 +178,44 @@ def my_work(*, reviewer_id: int, now: datetime | None = None) -> MyWork:
         handling=handling,
         leases=leases,
         today_starts=params["today"],
+        holds=my_holds(reviewer_id=reviewer_id),
+        agreement=my_agreement(reviewer_id=reviewer_id, now=now),
     )
+
+
+def my_holds(*, reviewer_id: int, limit: int = HOLDS_LIMIT) -> list[MyHold]:
+    """The items the reviewer put on hold that are still held, soonest back first."""
+    return [
+        MyHold(**row)
+        for row in fetch_dicts(sql.MY_HOLDS, {"reviewer": reviewer_id, "limit": limit})
+    ]
+
+
+def my_agreement(*, reviewer_id: int, now: datetime | None = None) -> list[AgreementWindow]:
+    """How often blind QA reviews agreed with the reviewer's verdicts: today, 7 and 30 days.
+
+    One read of the QA reviews of their decisions over 30 days (the statement /ops/ reads for
+    every reviewer, narrowed to this one), split by when each review was recorded; the
+    figures are those of /ops/ (services.agreement, Wilson intervals from queue_app/lanes.py).
+    Empty when there is no QA review of their decisions in the window.
+    """
+    now = now or timezone.now()
+    rows = qa_review_rows(window=MONTH, reviewer_id=reviewer_id)
+    if not rows:
+        return []
+    bounds = [
+        ("today", "Today", start_of_today(now)),
+        ("week", "Last 7 days", now - WEEK),
+        ("month", "Last 30 days", now - MONTH),
+    ]
+    return [
+        AgreementWindow(
+            window=name,
+            label=label,
+            agreement=agreement_of([r for r in rows if r["reviewed_at"] >= since]),
+        )
+        for name, label, since in bounds
+    ]
 
 
 def search_my_decisions(

@@ -50,3 +50,25 @@ SELECT d.queue_id,
  WHERE d.reviewer_id = %(reviewer)s AND d.created_at >= %(month)s AND d.verdict <> 'overturn'
  GROUP BY ROLLUP (d.queue_id)
 """
+
+# The items this reviewer put on hold that are still held, soonest back first, with why, until
+# when and the deadline. A held row names no owner (HOLD_ITEM ends the lease), so who held it
+# is the actor of the item's latest 'held' event (written with it): the held rows are read
+# through the partial index item_held_until (state = 'held' only: open holds, never history),
+# each probing its own events once by item id (the index on itemevent.item_id). Cost follows
+# the number of open holds, never the size of the item table or the event log; the LIMIT
+# bounds the answer.
+MY_HOLDS = """
+SELECT i.id, i.subject, i.hold_until, i.held_at, i.due_at,
+       q.name AS queue_name, r.code AS reason_code, r.label AS reason_label
+  FROM queue_app_reviewitem AS i
+  JOIN queue_app_queue AS q ON q.id = i.queue_id
+  JOIN queue_app_holdreason AS r ON r.id = i.hold_reason_id
+ WHERE i.state = 'held'
+   AND (SELECT e.actor_id FROM queue_app_itemevent AS e
+         WHERE e.item_id = i.id AND e.kind = 'held'
+         ORDER BY e.at DESC, e.id DESC
+         LIMIT 1) = %(reviewer)s
+ ORDER BY i.hold_until, i.id
+ LIMIT %(limit)s
+"""

@@ -70,8 +70,5 @@ def my_work_page(request: HttpRequest) -> HttpResponse:
             "results": results,
             "search_limit": SEARCH_LIMIT,
             "subject_days": SUBJECT_SEARCH_DAYS,
-            # QA-AGREEMENT: the agreement rate with QA re-reviews goes here once QA sampling
-            # exists (built separately); until then the page shows no such figure at all.
-            "qa_agreement": None,
         },
     )

@@ -26,11 +26,18 @@ class Agreement:
 
 
 def qa_review_rows(
-    *, window: timedelta = DEFAULT_WINDOW, queue_id: int | None = None, using: str = "default"
+    *,
+    window: timedelta = DEFAULT_WINDOW,
+    queue_id: int | None = None,
+    reviewer_id: int | None = None,
+    using: str = "default",
 ) -> list[dict[str, Any]]:
-    """Every QA review in the window with its sampled decision (one statement)."""
+    """Every QA review in the window with its sampled decision (one statement); only those of
+    one original reviewer's decisions when reviewer_id is given."""
     return fetch_dicts(
-        sql_lanes.QA_REVIEWS_IN_WINDOW, {"window": window, "queue_id": queue_id}, using=using
+        sql_lanes.QA_REVIEWS_IN_WINDOW,
+        {"window": window, "queue_id": queue_id, "reviewer_id": reviewer_id},
+        using=using,
     )
 
 
@@ -45,6 +52,12 @@ def _agreement(rows: list[dict[str, Any]], *, with_kappa: bool) -> Agreement:
         kappa=kappa_from_table(table) if with_kappa else None,
         table=table,
     )
+
+
+def agreement_of(rows: list[dict[str, Any]]) -> Agreement:
+    """Verdict and reason agreement over any set of QA review rows (no kappa: see
+    agreement_by_queue for it)."""
+    return _agreement(rows, with_kappa=False)
 
 
 def agreement_by_queue(

@@ -184,6 +184,53 @@ def test_my_work_with_figures_a_search_and_a_refused_search(page: Page, live_ser
     assert_accessible(page, "My work with a refused search")
 
 
+def test_my_work_with_a_hold_and_qa_agreement(page: Page, live_server, alice, bob, queue):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from queue_app.services import claim_lane_task, hold_item, record_qa_review, submit_decision
+    from tests.clocks.helpers import add_hold_reasons
+    from tests.conftest import shown_hash
+
+    queue.qa_rate = 100
+    queue.save(update_fields=["qa_rate"])
+    add_hold_reasons(queue)
+    make_items(queue, 3)
+    for _ in range(2):
+        item = claim_next(queue=queue, reviewer=alice)
+        submit_decision(
+            item_id=item.pk,
+            reviewer=alice,
+            lease_token=item.lease_token,
+            verdict="approve",
+            reason_code="verified",
+            evidence_hash=shown_hash(item),
+        )
+    for verdict, reason in [("approve", "verified"), ("reject", "fraud")]:
+        task = claim_lane_task(queue=queue, kind="qa", user=bob)
+        record_qa_review(
+            task_id=task.pk,
+            user=bob,
+            lease_token=task.lease_token,
+            verdict=verdict,
+            reason_code=reason,
+        )
+    held = claim_next(queue=queue, reviewer=alice)
+    hold_item(
+        item_id=held.pk,
+        reviewer=alice,
+        lease_token=held.lease_token,
+        reason_code="awaiting_documents",
+        hold_until=timezone.now() + timedelta(hours=2),
+    )
+    browser_login(page, live_server, "alice")
+    page.get_by_role("link", name="My work").click()
+    expect(page.locator(".my-holds")).to_contain_text("Awaiting documents")
+    expect(page.locator(".my-agreement")).to_contain_text("50%")
+    assert_accessible(page, "My work with a hold and QA agreement")
+
+
 @pytest.mark.parametrize(
     "media",
     [{"color_scheme": "dark"}, {"contrast": "more"}, {"reduced_motion": "reduce"}],

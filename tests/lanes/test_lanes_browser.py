@@ -20,6 +20,7 @@ from queue_app.apply import apply_batch
 from queue_app.models import AppliedDecision, CheckPolicy, Decision, LaneTask, ReviewItem
 from queue_app.services import claim_lane_task, record_qa_review, standing_outcome
 from tests.console.conftest import browser_login, recon_item, recon_queue  # noqa: F401
+from tests.identity.browser_steps import enrol_second_factor
 from tests.lanes.conftest import decide_one
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -133,6 +134,8 @@ def test_a_qa_round_with_a_disagreement_ends_in_an_overturn(
 
     root = User.objects.create_superuser("root", password="pw-root")
     ops = _new_page(browser, live_server, root.username)
+    ops.goto(f"{live_server.url}/ops/")
+    enrol_second_factor(ops)  # staff pages ask a staff member without a device to enrol first
     ops.goto(f"{live_server.url}/ops/")
     panel = ops.locator("#lanes")
     expect(panel.locator("#agreement-panel")).to_contain_text("Kyc")

@@ -14,8 +14,19 @@ from django.db import transaction
 from django.utils import timezone
 
 from queue_app.admin.permissions import admin_group_permissions
-from queue_app.models import EvidenceRule, HoldReason, Queue, ReasonCode, RuleTest, Verdict
-from queue_app.services import create_item
+from queue_app.evidence import item_evidence_hash
+from queue_app.models import (
+    CheckPolicy,
+    EvidenceRule,
+    HoldReason,
+    LaneKind,
+    LaneTask,
+    Queue,
+    ReasonCode,
+    RuleTest,
+    Verdict,
+)
+from queue_app.services import claim_next, create_item, submit_decision
 
 REASONS: dict[str, dict[str, list[tuple[str, str]]]] = {
     "kyc": {
@@ -155,6 +166,15 @@ HOLD_REASONS = {
     ],
     "escalation": [("awaiting_legal", "Awaiting legal advice")],
 }
+
+
+# Second-person controls (issue 14) in the reconciliation queue: writing off a variance of
+# 10,000.00 or more needs a checker, and a share of effective decisions is drawn for blind QA.
+CHECK_THRESHOLD = Decimal("10000.00")
+QA_RATE = Decimal("25.00")
+# The demo maker: bob decides a few reconciliation items, so alice or carol (never bob) has a
+# check and a QA review waiting on the home page.
+DEMO_MAKER = "bob"
 
 
 def applicant_names(count: int) -> list[str]:
@@ -301,6 +321,18 @@ class Command(BaseCommand):
                     defaults={"message": message},
                 )
 
+        # Maker-checker and QA in the reconciliation queue. On a queue seeded before these
+        # existed, the QA rate is set once with the policy; an admin's later choice stands.
+        _, new_policy = CheckPolicy.objects.get_or_create(
+            queue=recon,
+            verdict=Verdict.APPROVE,
+            path="variance_amount",
+            defaults={"threshold": CHECK_THRESHOLD},
+        )
+        if new_policy and not recon.qa_rate:
+            recon.qa_rate = QA_RATE
+            recon.save(update_fields=["qa_rate"])
+
         for slug, reasons in HOLD_REASONS.items():
             for code, label in reasons:
                 HoldReason.objects.get_or_create(
@@ -364,7 +396,11 @@ class Command(BaseCommand):
                 )
                 made += created
         attached = self._attach_demo_documents(items)
-        self.stdout.write(f"Seeded demo data: {made} new items, {attached} new attachments.")
+        decided = self._second_person_demo(recon, items)
+        self.stdout.write(
+            f"Seeded demo data: {made} new items, {attached} new attachments, "
+            f"{decided} new decisions by {DEMO_MAKER} for the Checks and QA lanes."
+        )
         if password:
             self.stdout.write(
                 "Demo users admin, alice, bob and carol: password set from DEMO_PASSWORD."
@@ -382,6 +418,48 @@ class Command(BaseCommand):
                 "Demo users admin, alice, bob and carol already exist, with the password printed "
                 "when they were created. Lost it? Run again with DEMO_PASSWORD=<new password>."
             )
+
+    def _second_person_demo(self, recon: Queue, items: int) -> int:
+        """Have bob decide reconciliation items until a check and a QA review are waiting.
+
+        Through the services, as the console does: claim, then decide on the evidence shown.
+        A large positive variance is written off (approve: it needs a check); a small one is
+        within tolerance (approve: may be drawn for QA); anything else is rejected with its
+        likely cause (may be drawn too). Stops as soon as both lanes have a task, so a rerun
+        decides nothing. Returns how many decisions it made.
+        """
+        maker = User.objects.get(username=DEMO_MAKER)
+
+        def waiting(kind: str) -> bool:
+            return LaneTask.objects.filter(queue=recon, kind=kind).exists()
+
+        made = 0
+        while not (waiting(LaneKind.CHECK) and waiting(LaneKind.QA)) and made < items:
+            item = claim_next(queue=recon, reviewer=maker)
+            if item is None:
+                break
+            variance = item.payload["variance_amount"]
+            if variance >= CHECK_THRESHOLD:
+                verdict, reason = Verdict.APPROVE, "timing_difference"
+            elif abs(variance) <= Decimal("2.50"):
+                verdict, reason = Verdict.APPROVE, "within_tolerance"
+            elif item.payload["match_decision"] == "UNMATCHED":
+                verdict, reason = Verdict.REJECT, "missing_entry"
+            elif variance < 0:
+                verdict, reason = Verdict.REJECT, "duplicate_posting"
+            else:
+                verdict, reason = Verdict.REJECT, "fx_error"
+            submit_decision(
+                item_id=item.pk,
+                reviewer=maker,
+                lease_token=item.lease_token,
+                verdict=verdict,
+                reason_code=reason,
+                evidence_hash=item_evidence_hash(item),
+                queue_id=recon.pk,
+            )
+            made += 1
+        return made
 
     def _attach_demo_documents(self, items: int) -> int:
         """Put a made-up ID card on the first few open KYC items; return how many were new."""
