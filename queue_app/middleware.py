@@ -60,6 +60,11 @@ class DatabaseUnavailableMiddleware:
         """Answer a lost or refused database connection; leave every other error to Django."""
         if not isinstance(exception, (OperationalError, InterfaceError)):
             return None
+        return self.answer(request, exception)
+
+    @staticmethod
+    def answer(request: HttpRequest, exception: Exception) -> HttpResponse:
+        """Log a lost database in one line and answer the friendly 503."""
         # One line, no traceback: during an outage every request fails the same way.
         logger.warning(
             "database unavailable; answered 503",

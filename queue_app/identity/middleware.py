@@ -10,6 +10,7 @@ from typing import Any
 
 import pghistory
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
@@ -18,6 +19,7 @@ from django.utils.http import urlencode
 from mozilla_django_oidc.middleware import SessionRefresh
 
 from queue_app.identity import mfa, oidc
+from queue_app.middleware import DatabaseUnavailableMiddleware
 
 #: Where access can change: the admin, the sign-in pages (group mapping, enrolment), and the
 #: provider's callback. Console and API requests never change access, and their statements are
@@ -76,7 +78,13 @@ class RequireSecondFactorMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if _gated(request.path) and mfa.needs_second_factor(request):
+        try:
+            needs = _gated(request.path) and mfa.needs_second_factor(request)
+        except (OperationalError, InterfaceError) as exc:
+            # The first read of the session and user happens here, outside any view: a lost
+            # database gets the same one-line log and friendly 503 a view's error gets.
+            return DatabaseUnavailableMiddleware.answer(request, exc)
+        if needs:
             target = reverse("mfa-verify")
             return redirect(f"{target}?{urlencode({'next': request.get_full_path()})}")
         return self.get_response(request)

@@ -15,6 +15,7 @@ from queue_app.services import put_attachment
 from tests.attachments.conftest import image_bytes
 from tests.conftest import make_items
 from tests.console.conftest import browser_login
+from tests.identity.browser_steps import enrol_second_factor
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -101,6 +102,8 @@ def test_v_reveals_the_next_veiled_image_and_records_it(
 
 def test_ops_updates_in_place_only_while_not_paused(page: Page, live_server, root, queue):
     browser_login(page, live_server, "root")
+    page.goto(f"{live_server.url}/ops/")
+    enrol_second_factor(page)  # staff prove a second factor before /ops/ (issue 16)
     page.clock.install()
     page.goto(f"{live_server.url}/ops/")
     assert page.locator('meta[http-equiv="refresh"]').count() == 0

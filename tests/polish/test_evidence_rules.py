@@ -147,6 +147,15 @@ def _queue_post(queue: Queue, rules: list[dict[str, str]]) -> dict[str, str]:
         "webhook_secret_env": "",
         "evidence_rules-TOTAL_FORMS": str(len(rules)),
         "evidence_rules-INITIAL_FORMS": "0",
+        # The queue form's other parts: deadlines and holds, second-person controls (none).
+        "default_sla": "",
+        "sla_warning": "04:00:00",
+        "max_hold": "7 00:00:00",
+        "hold_reasons-TOTAL_FORMS": "0",
+        "hold_reasons-INITIAL_FORMS": "0",
+        "qa_rate": "0",
+        "check_policies-TOTAL_FORMS": "0",
+        "check_policies-INITIAL_FORMS": "0",
     }
     for i, fields in enumerate(rules):
         for key, value in fields.items():
