@@ -203,7 +203,7 @@ WITH expired AS MATERIALIZED (
 ), events AS (
     -- A hold that ended is recorded as resumed (back at hold_until, by no one) before the claim.
     INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
-    SELECT id, 'resumed', NULL, now(),
+    SELECT id, 'resumed', NULL::integer, now(),
            jsonb_build_object('cause', 'hold_ended', 'back_at', hold_ended, 'due_at', due_at)
       FROM claimed WHERE hold_ended IS NOT NULL
     UNION ALL
@@ -336,7 +336,7 @@ WITH decision AS (
     -- the check (or, for a decision drawn for QA, the QA review) joins its lane. The lane
     -- task's foreign key ties it to this decision's item, queue and maker at statement end.
     UPDATE queue_app_reviewitem SET state = 'awaiting_check'
-     WHERE id = %(item_id)s AND %(needs_check)s
+     WHERE id = %(item_id)s AND queue_id = %(queue_id)s AND %(needs_check)s
 ), lane AS (
     INSERT INTO queue_app_lanetask
            (kind, queue_id, item_id, decision_id, maker_id, state, lease_count, created_at)
