@@ -6,6 +6,7 @@ call one service, redirect; every rule is enforced again by the services and the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
@@ -164,18 +165,34 @@ def _next_in_lane(request: HttpRequest, task: LaneTask) -> HttpResponse:
     return redirect("lane-task", task_id=nxt.pk)
 
 
+def _finish(
+    request: HttpRequest, task: LaneTask, write: Callable[[], object], done: str
+) -> HttpResponse:
+    """Run a fenced finish: a form error shows the page again, a stale lease reopens it."""
+    try:
+        write()
+    except (InvalidReason, InvalidBounds) as exc:
+        return _again(request, task, exc.message)
+    except (StaleLease, EvidenceChanged) as exc:
+        messages.error(request, exc.message)
+        return redirect("lane-task", task_id=task.pk)
+    messages.success(request, done)
+    return _next_in_lane(request, task)
+
+
 @post_only
 @console_view
 def lane_confirm(request: HttpRequest, task_id: int) -> HttpResponse:
     """Confirm the maker's decision: its effect is written now."""
     task = _task_for(request, task_id)
-    try:
-        confirm_check(task_id=task.pk, user=request.user, lease_token=_token(request, task))
-    except (StaleLease, EvidenceChanged) as exc:
-        messages.error(request, exc.message)
-        return redirect("lane-task", task_id=task.pk)
-    messages.success(request, f"Confirmed decision #{task.decision_id} on item #{task.item_id}.")
-    return _next_in_lane(request, task)
+    return _finish(
+        request,
+        task,
+        lambda: confirm_check(
+            task_id=task.pk, user=request.user, lease_token=_token(request, task)
+        ),
+        f"Confirmed decision #{task.decision_id} on item #{task.item_id}.",
+    )
 
 
 @post_only
@@ -183,20 +200,17 @@ def lane_confirm(request: HttpRequest, task_id: int) -> HttpResponse:
 def lane_return(request: HttpRequest, task_id: int) -> HttpResponse:
     """Return the maker's decision with a note: the item is decided again."""
     task = _task_for(request, task_id)
-    try:
-        return_check(
+    return _finish(
+        request,
+        task,
+        lambda: return_check(
             task_id=task.pk,
             user=request.user,
             lease_token=_token(request, task),
             note=request.POST.get("note", ""),
-        )
-    except InvalidBounds as exc:
-        return _again(request, task, exc.message)
-    except StaleLease as exc:
-        messages.error(request, exc.message)
-        return redirect("lane-task", task_id=task.pk)
-    messages.success(request, f"Returned item #{task.item_id} for a new decision.")
-    return _next_in_lane(request, task)
+        ),
+        f"Returned item #{task.item_id} for a new decision.",
+    )
 
 
 @post_only
@@ -208,22 +222,19 @@ def lane_qa(request: HttpRequest, task_id: int) -> HttpResponse:
     reason = request.POST.get("reason_code", "")
     if verdict not in QA_VERDICTS or not reason:
         return _again(request, task, "Choose a verdict and a reason; nothing was recorded.")
-    try:
-        record_qa_review(
+    return _finish(
+        request,
+        task,
+        lambda: record_qa_review(
             task_id=task.pk,
             user=request.user,
             lease_token=_token(request, task),
             verdict=verdict,
             reason_code=reason,
             note=request.POST.get("note", ""),
-        )
-    except (InvalidReason, InvalidBounds) as exc:
-        return _again(request, task, exc.message)
-    except StaleLease as exc:
-        messages.error(request, exc.message)
-        return redirect("lane-task", task_id=task.pk)
-    messages.success(request, f"Recorded your QA review of item #{task.item_id}.")
-    return _next_in_lane(request, task)
+        ),
+        f"Recorded your QA review of item #{task.item_id}.",
+    )
 
 
 @post_only
@@ -236,22 +247,19 @@ def lane_adjudicate(request: HttpRequest, task_id: int) -> HttpResponse:
         return _again(request, task, "Choose uphold or overturn; nothing was recorded.")
     if choice == "overturn" and not request.POST.get("reason_code"):
         return _again(request, task, "An overturn needs a reason; nothing was recorded.")
-    try:
-        adjudicate(
+    return _finish(
+        request,
+        task,
+        lambda: adjudicate(
             task_id=task.pk,
             user=request.user,
             lease_token=_token(request, task),
             uphold=choice == "uphold",
             reason_code=request.POST.get("reason_code", ""),
             note=request.POST.get("note", ""),
-        )
-    except (InvalidReason, InvalidBounds) as exc:
-        return _again(request, task, exc.message)
-    except StaleLease as exc:
-        messages.error(request, exc.message)
-        return redirect("lane-task", task_id=task.pk)
-    messages.success(request, f"Adjudicated item #{task.item_id}.")
-    return _next_in_lane(request, task)
+        ),
+        f"Adjudicated item #{task.item_id}.",
+    )
 
 
 @post_only
