@@ -44,7 +44,8 @@ def make_demo_traffic() -> None:
     people = list(User.objects.filter(username__in=["alice", "bob", "carol"]).order_by("pk"))
     for slug, per_hour in (("kyc", (1, 5)), ("reconciliation", (0, 3))):
         queue = Queue.objects.get(slug=slug)
-        pending = list(ReviewItem.objects.filter(queue=queue).order_by("pk"))
+        # Items seed_demo decided itself (its checks and QA samples) are not handed out again.
+        pending = list(ReviewItem.objects.filter(queue=queue, state="pending").order_by("pk"))
         for hours_ago in range(23, -1, -1):
             for _ in range(rng.randint(*per_hour)):
                 item = pending.pop()
