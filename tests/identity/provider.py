@@ -72,17 +72,14 @@ class Provider:
         )
 
 
-def _admin_dsn(url: str) -> str:
-    return url.rsplit("/", 1)[0] + "/postgres"
-
-
 @pytest.fixture(scope="module")
 def provider(django_db_blocker, tmp_path_factory) -> Iterator[Provider]:
     with django_db_blocker.unblock():
-        url = database_url(connection.settings_dict)
-    name = f"{connection.settings_dict['NAME']}_oidc"
-    provider_url = url.rsplit("/", 1)[0] + f"/{name}"
-    with psycopg.connect(_admin_dsn(url), autocommit=True) as admin:
+        settings_dict = connection.settings_dict
+    name = f"{settings_dict['NAME']}_oidc"
+    provider_url = database_url(settings_dict, name=name)
+    admin_url = database_url(settings_dict, name="postgres")
+    with psycopg.connect(admin_url, autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.execute(f'CREATE DATABASE "{name}"')
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -125,7 +122,7 @@ def provider(django_db_blocker, tmp_path_factory) -> Iterator[Provider]:
     finally:
         server.terminate()
         server.wait(timeout=30)
-        with psycopg.connect(_admin_dsn(url), autocommit=True) as admin:
+        with psycopg.connect(admin_url, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 

@@ -85,13 +85,17 @@ def ledger_queue(queue: Queue, ledger: None) -> Queue:
     return queue
 
 
-def database_url(settings_dict: dict[str, Any]) -> str:
-    """Build a DATABASE_URL for a child process from a Django connection's settings."""
+def database_url(settings_dict: dict[str, Any], *, name: str | None = None) -> str:
+    """Build a DATABASE_URL for a child process from a Django connection's settings.
+
+    `name` names another database on the same server (the URL of a Unix-socket server carries
+    its directory in the query string, so the path's last segment is not the database name).
+    """
     host = settings_dict.get("HOST") or settings_dict.get("OPTIONS", {}).get("host", "")
     user = quote(settings_dict.get("USER") or "postgres")
     password = settings_dict.get("PASSWORD") or ""
     auth = f"{user}:{quote(password)}" if password else user
-    name = settings_dict["NAME"]
+    name = name or settings_dict["NAME"]
     if host.startswith("/"):
         # A Unix socket directory: passed as a query parameter (django-environ reads it).
         return f"postgres://{auth}@/{name}?host={host}"
