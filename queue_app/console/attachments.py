@@ -1,7 +1,8 @@
 """Attachments on the item page: served to those who may see the item, revealed one at a time.
 
-Files are never at a public URL: each request passes the same access rule as the item page
-(the reviewer may review the item's queue), and the URL names the bytes by digest, so a
+Files are never at a public URL: each request passes the same access rule as the pages that show
+them (the item page: the reviewer may review the item's queue; an adjudication page: the user
+may adjudicate and the item has an adjudication), and the URL names the bytes by digest, so a
 response can be cached privately for good (a replaced file has a new URL). Images are served
 inline; PDFs as downloads only, so no document is ever rendered in the console's origin.
 """
@@ -13,23 +14,59 @@ from urllib.parse import quote
 from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET
 
 from queue_app.attachments import EXTENSIONS, IMAGE_TYPES
 from queue_app.console.attachment_cards import REVEALED_SESSION_KEY
-from queue_app.console.views import Refusal, _item_for, console_view, post_only
-from queue_app.services import attachment_by_digest, open_attachment, record_reveal
+from queue_app.console.views import NO_SUCH_ITEM, Refusal, _item_for, console_view, post_only
+from queue_app.models import LaneKind, LaneTask, ReviewItem
+from queue_app.services import (
+    attachment_by_digest,
+    open_attachment,
+    record_reveal,
+    user_lane_kinds,
+)
 
 NO_SUCH_ATTACHMENT = "This item has no such attachment (it may have been replaced)."
 # Pages without JavaScript remember reveals in the session, for this many items at most.
 REVEALED_ITEMS_KEPT = 50
 
 
+def _item_shown_to(request: HttpRequest, item_id: int) -> ReviewItem:
+    """The item, if a page this user may open shows its attachments (else 404, one answer)."""
+    try:
+        return _item_for(request, item_id)
+    except Refusal:
+        # An adjudicator may hold no review access to the queue: the adjudication page shows
+        # the item's evidence to anyone who may adjudicate, and so may its files.
+        may_adjudicate = LaneKind.ADJUDICATION in user_lane_kinds(user=request.user)
+        if not (
+            may_adjudicate
+            and LaneTask.objects.filter(item_id=item_id, kind=LaneKind.ADJUDICATION).exists()
+        ):
+            raise
+    item = ReviewItem.objects.select_related("queue").filter(pk=item_id).first()
+    if item is None:
+        raise Refusal(404, NO_SUCH_ITEM)
+    return item
+
+
+def _back_to(request: HttpRequest, item: ReviewItem, sha256: str) -> str:
+    """The page the reveal came from (a check or QA page), if it is ours; else the item page."""
+    page = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(
+        page, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        page = reverse("item", kwargs={"item_id": item.pk})
+    return page.split("#", 1)[0] + f"#attachment-{sha256[:12]}"
+
+
 @require_GET
 @console_view
 def attachment_file(request: HttpRequest, item_id: int, sha256: str) -> HttpResponse:
     """Send an attachment's bytes to someone who may see the item."""
-    item = _item_for(request, item_id)
+    item = _item_shown_to(request, item_id)
     found = attachment_by_digest(item=item, sha256=sha256)
     if found is None:
         raise Refusal(404, NO_SUCH_ATTACHMENT)
@@ -50,8 +87,8 @@ def attachment_file(request: HttpRequest, item_id: int, sha256: str) -> HttpResp
 @post_only
 @console_view
 def attachment_reveal(request: HttpRequest, item_id: int, sha256: str) -> HttpResponse:
-    """Record that I revealed a blurred image; JSON for the page's script, else back to the item."""
-    item = _item_for(request, item_id)
+    """Record that I revealed a blurred image; JSON for the page's script, else back to the page."""
+    item = _item_shown_to(request, item_id)
     found = attachment_by_digest(item=item, sha256=sha256)
     if found is None:
         raise Refusal(404, NO_SUCH_ATTACHMENT)
@@ -64,4 +101,4 @@ def attachment_reveal(request: HttpRequest, item_id: int, sha256: str) -> HttpRe
     # The most recent items only (dicts keep insertion order): a session stays small.
     kept = list(revealed.items())[-(REVEALED_ITEMS_KEPT - 1) :]
     request.session[REVEALED_SESSION_KEY] = {**dict(kept), str(item.pk): shown}
-    return redirect(reverse("item", kwargs={"item_id": item.pk}) + f"#attachment-{sha256[:12]}")
+    return redirect(_back_to(request, item, sha256))

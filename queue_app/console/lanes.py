@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from queue_app.console.attachment_cards import attachment_cards
 from queue_app.console.evidence import evidence_view
 from queue_app.console.views import Refusal, _queue_for, console_view, post_only
 from queue_app.errors import EvidenceChanged, InvalidBounds, InvalidReason, ReviewError, StaleLease
@@ -99,6 +100,8 @@ def _context(request: HttpRequest, task: LaneTask, **more: Any) -> dict[str, Any
         "evidence": evidence_view(
             item.payload, warnings_for(item.payload, task.queue.evidence_rules.all())
         ),
+        # The documents are part of what is confirmed or judged (they are in the evidence hash).
+        "attachments": attachment_cards(request, item),
         "mine": mine,
         "lease_token": task.lease_token if mine else None,
         "expires_in": int(max((task.lease_expires - now).total_seconds(), 0)) if mine else 0,

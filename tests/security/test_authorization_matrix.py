@@ -141,6 +141,8 @@ EXPECTED: list[tuple[str, dict[str, str]]] = [
     ("oidc_*", row("404", "404", "404", "404", "404")),
     # Attachments follow the item page's rule: the bytes to whoever may see the item, a reveal
     # recorded (an item event) for the same people; a superuser's reveal is recorded too.
+    # Also one who may adjudicate, for an item with an adjudication task (no persona here is
+    # such a user: tests/lanes/test_lane_attachments.py).
     ("item-attachment", row(LOGIN, "404", "200", "404", "200")),
     # My work shows each signed-in person their own decisions only: nothing to refuse.
     ("my-work", row(LOGIN, "200", "200", "200", "200")),
