@@ -91,6 +91,41 @@ def main() -> None:
                 f"{verdict(ratio['service'] <= 1.3)}.",
                 "",
             ]
+    if lanes := load("next_check"):
+        b9 = lanes["b9"]
+        levels = b9["levels"]
+        names = {"empty": "empty lane"}
+        lines += [
+            "## B9 *Next check* claim vs the size of the Checks lane (`bench/next_check.py`)",
+            "",
+            f"Run of {lanes['machine']['date'][:16].replace('T', ' ')} UTC. 16 live leases at "
+            "the head of the lane (16 checkers at work); each claim rolled back; "
+            f"{lanes['samples']} samples per level, the two sides interleaved in rounds.",
+            "",
+            "| waiting checks | claim_lane_task p50 / p99 ms | CLAIM_LANE_TASK p50 / p99 ms |",
+            "|---|---:|---:|",
+        ]
+        for level, r in levels.items():
+            label = names.get(level, level.replace("+", " + ").replace("done", " done"))
+            lines.append(
+                f"| {label} | {r['service']['p50']:.3f} / {r['service']['p99']:.3f} | "
+                f"{r['statement']['p50']:.3f} / {r['statement']['p99']:.3f} |"
+            )
+        big, hist = b9["ratio_p50_big_vs_one"], b9["ratio_p50_big_with_history_vs_one"]
+        cycle_statements = b9["statements_per_check_cycle"]
+        worst = max(big["service"], hist["service"])
+        lines += [
+            "",
+            f"p50 at 100,000 waiting vs 1: claim_lane_task {big['service']}x, the statement "
+            f"{big['statement']}x; with 100,000 finished checks added: {hist['service']}x / "
+            f"{hist['statement']}x — target flat (≤ 1.3x, as B1): {verdict(worst <= 1.3)}.",
+            "",
+            f"One check cycle (Next check, then Confirm): {cycle_statements['claim']} + "
+            f"{cycle_statements['confirm']} statements as the server sees them "
+            f"({', '.join(f'`{name}`' for name in cycle_statements['statements'])}), "
+            f"{cycle_statements['round_trips']} round trips.",
+            "",
+        ]
     if cycle := load("cycle"):
         lines += [
             "## B3 claim + decide cycles/s vs pgbench (`bench/cycle.py`)",

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from queue_app import sql_lanes
 from queue_app.services import claim_lane_task, confirm_check
 from tests.lanes.conftest import bulk_checks
 
@@ -41,3 +44,32 @@ def _statements(captured: CaptureQueriesContext) -> list[str]:
         for q in captured.captured_queries
         if not q["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))
     ]
+
+
+def _nodes(node: dict):
+    yield node
+    for child in node.get("Plans", []):
+        yield from _nodes(child)
+
+
+def test_next_check_walks_the_open_lane_index_in_order(checked_queue, alice, carol):
+    """B9's flat cost is this plan: the claim walks lanetask_open_claim in order and stops at the
+    first free task, never reading or sorting the lane. The lane holds one maker's checks (an
+    API client's, say), the case that once made the planner read and sort the whole lane
+    (sql_lanes.CLAIM_LANE_TASK's comment)."""
+    bulk_checks(checked_queue, alice, 5000)
+    params = {
+        "queue_id": checked_queue.pk,
+        "kind": "check",
+        "owner_id": carol.pk,
+        "is_superuser": False,
+        "ttl": timedelta(minutes=10),
+    }
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE queue_app_lanetask")
+        cursor.execute("EXPLAIN (FORMAT JSON) " + sql_lanes.CLAIM_LANE_TASK, params)
+        plan = cursor.fetchone()[0][0]["Plan"]
+    [picked] = [n for n in _nodes(plan) if n.get("Subplan Name") == "CTE picked"]
+    kinds = [(n["Node Type"], n.get("Index Name")) for n in _nodes(picked)]
+    assert ("Index Scan", "lanetask_open_claim") in kinds, kinds
+    assert not {"Sort", "Seq Scan", "Bitmap Heap Scan"} & {kind for kind, _ in kinds}, kinds
