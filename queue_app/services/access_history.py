@@ -8,13 +8,16 @@ day Alice joined a KYC reviewer group, or the day her group was given the queue.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.models import Group, Permission, User
-from django.db.models import Q, QuerySet
+from django.db.models import Q, QuerySet, TextField
+from django.db.models.functions import Cast
 from pghistory.models import Events
 
 from queue_app.access_history import EVENT_MODELS, QueueReviewerGroupEvent
@@ -64,7 +67,21 @@ def history_events(
         events = events.filter(pgh_created_at__gte=since)
     if until is not None:
         events = events.filter(pgh_created_at__lt=until)
-    return events.order_by("-pgh_created_at", "-pgh_id")
+    # The snapshots as the database wrote them: a JSON number read through Django's JSONField
+    # becomes a float (a threshold of 1000.00 would read 1000.0); describe() reads these.
+    exact = {
+        "pgh_data_text": Cast("pgh_data", TextField()),
+        "pgh_diff_text": Cast("pgh_diff", TextField()),
+    }
+    return events.annotate(**exact).order_by("-pgh_created_at", "-pgh_id")
+
+
+def _exact_json(event: Any) -> None:
+    """Re-read an event's snapshot and diff with numbers as Decimal, exactly as stored."""
+    for field in ("pgh_data", "pgh_diff"):
+        text = getattr(event, f"{field}_text", None)
+        if text is not None:
+            setattr(event, field, json.loads(text, parse_float=Decimal))
 
 
 def _about_queue(queue: Queue) -> Q:
@@ -155,7 +172,7 @@ def _subject(event: Any, names: _Names) -> str:
         "queue_app.CheckPolicyEvent": lambda: (
             f"check policy #{event.pgh_obj_id} of queue {queue}: {data.get('verdict')} "
             + (
-                f"when {data.get('path')} ≥ {data.get('threshold')}"
+                f"when {data.get('path')} ≥ {_plain(data.get('threshold'))}"
                 if data.get("path")
                 else "always"
             )
@@ -185,7 +202,19 @@ def _change(event: Any) -> str:
 
 
 def _plain(value: Any) -> str:
+    if isinstance(value, Decimal):
+        return _decimal(value)
     return "—" if value is None or value == "" else str(value)
+
+
+def _decimal(value: Decimal) -> str:
+    """Every digit that matters, and no more trailing zeros than cents (a column's scale of 10
+    would write 1000.0000000000): 1000.00, 12.50, 0.125, 3."""
+    if not value.is_finite() or value.as_tuple().exponent >= 0:
+        return str(value)
+    scale = -value.as_tuple().exponent
+    significant = max(-value.normalize().as_tuple().exponent, 0)
+    return f"{value:.{min(scale, max(significant, 2))}f}"
 
 
 def _by(event: Any, names: _Names) -> str:
@@ -203,6 +232,8 @@ def _by(event: Any, names: _Names) -> str:
 def describe(events: Iterable[Any]) -> Iterator[HistoryRow]:
     """Turn events into rows a person reads (the admin page and the CSV export)."""
     events = list(events)
+    for event in events:
+        _exact_json(event)
     names = _Names(events)
     for event in events:
         yield HistoryRow(

@@ -238,7 +238,7 @@ def test_the_queue_admin_page_links_to_its_access_history(root_client, queue):
         ("default_sla", "'2 hours'", "default_sla: — → 02:00:00"),
         ("sla_warning", "'1 hour'", "sla_warning: 04:00:00 → 01:00:00"),
         ("max_hold", "'3 days'", "max_hold: 7 days → 3 days"),
-        ("qa_rate", "12.5", "qa_rate: 0.0 → 12.5"),
+        ("qa_rate", "12.5", "qa_rate: 0.00 → 12.50"),
     ],
 )
 def test_a_new_queue_setting_changed_with_raw_sql_is_recorded_as_the_database(
@@ -286,9 +286,9 @@ def test_check_policies_and_hold_reasons_changed_with_raw_sql_are_in_their_queue
         r.by == DATABASE for r in found.values() if r.kind in ("check policy", "hold reason")
     )
     changed = found[("check policy", "changed")]
-    assert changed.change == "threshold: 10000.0 → 5000.0"
+    assert changed.change == "threshold: 10000.00 → 5000.00"  # exact, as stored
     assert changed.subject.startswith("check policy #") and "of queue kyc" in changed.subject
-    assert changed.subject.endswith("approve when amount ≥ 5000.0")
+    assert changed.subject.endswith("approve when amount ≥ 5000.00")
     assert found[("check policy", "deleted")].change.startswith("path=amount, queue_id=")
     retired = found[("hold reason", "changed")]
     assert retired.subject == f"hold reason docs of queue kyc (#{queue.pk})"
@@ -381,7 +381,7 @@ def test_admin_changes_to_new_settings_policies_and_hold_reasons_name_the_admin(
         assert found[key].trace_id == trace, key
     assert found[("queue configuration", "changed")].change == (
         "default_sla: — → 1 day; max_hold: 7 days → 3 days; "
-        "qa_rate: 0.0 → 5.0; sensitive: False → True; sla_warning: 04:00:00 → 02:00:00"
+        "qa_rate: 0.00 → 5.00; sensitive: False → True; sla_warning: 04:00:00 → 02:00:00"
     )
     assert found[("hold reason", "changed")].change == (
         "label: Awaiting documents → Awaiting customer documents"
