@@ -7,6 +7,7 @@ import threading
 import time
 from datetime import timedelta
 
+import psycopg
 import pytest
 from django.core.management import call_command
 from django.db import connection, connections, transaction
@@ -18,6 +19,27 @@ from queue_app.ops.doctor import Thresholds, run_checks
 from queue_app.services import claim_batch, claim_next, overturn_decision, retry_effect_job
 from tests.conftest import make_items, make_queue
 from tests.ops.conftest import age_item, backdate_decision, decide_after, mark_dead
+from tests.worker.conftest import database_url
+
+
+@pytest.fixture(autouse=True)
+def no_dead_tuples_left_by_earlier_tests(django_db_blocker):
+    """Vacuum the queue tables that hold dead tuples, from a connection of its own.
+
+    Dead-tuple counts are cumulative statistics, not transactional: rows an earlier test
+    inserted and rolled back (a bulk-loaded plan test, say) stay counted as dead until
+    autovacuum passes, and BLOAT would fail in a healthy database depending on test order and
+    on autovacuum's timing. Aborted rows are removable at once, whatever this test holds open.
+    """
+    with django_db_blocker.unblock():
+        url = database_url(connection.settings_dict)
+    with psycopg.connect(url, autocommit=True) as admin:
+        bloated = admin.execute(
+            "SELECT relname FROM pg_stat_user_tables"
+            " WHERE relname LIKE 'queue\\_app\\_%' AND n_dead_tup > 0"
+        ).fetchall()
+        for (table,) in bloated:
+            admin.execute(f'VACUUM "{table}"')
 
 
 def results(thresholds: Thresholds | None = None) -> dict[str, object]:
