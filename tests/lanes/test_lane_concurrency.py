@@ -68,8 +68,9 @@ def test_16_checkers_over_2000_waiting_checks_never_share_one(
     assert sum(per_checker.values()) == 2000 and len(per_checker) > 1
 
 
+@pytest.mark.parametrize("first", ["confirm", "return"])
 def test_a_confirmation_racing_a_return_leaves_exactly_one_outcome(
-    checked_queue, alice, carol, settings
+    checked_queue, alice, carol, settings, first
 ):
     # They wait on this test's lock (or on each other), never long enough to time out.
     settings.REVIEW_LOCK_TIMEOUT_MS = settings.REVIEW_STATEMENT_TIMEOUT_MS = 60_000
@@ -87,9 +88,13 @@ def test_a_confirmation_racing_a_return_leaves_exactly_one_outcome(
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1 FROM queue_app_lanetask WHERE id = %s FOR UPDATE", [task.pk])
         sessions = [Session(confirm), Session(give_back)]
-        for session in sessions:
-            session.start()
+        if first == "return":
+            sessions.reverse()
+        # One after the other: a second arrival queues behind the first for the row's lock
+        # (pg_blocking_pids then names the first, not us), so each is awaited in its turn.
+        sessions[0].start()
         wait_until_blocked_by_me(sessions[0])
+        sessions[1].start()
         _wait_until_waiting(sessions[1])  # behind us or behind the first: both are queued
     outcomes = []
     for session in sessions:
@@ -102,6 +107,8 @@ def test_a_confirmation_racing_a_return_leaves_exactly_one_outcome(
     assert LaneOutcome.objects.filter(task=task).count() == 1
     stored = LaneOutcome.objects.get(task=task).result
     assert stored == finished[0]
+    # The first in the lock's queue wins; the second finds the task done and is refused.
+    assert stored == ("confirmed" if first == "confirm" else "returned")
     # The effect job exists if and only if the one outcome is a confirmation.
     assert EffectJob.objects.filter(decision_id=task.decision_id).exists() == (
         stored == "confirmed"
