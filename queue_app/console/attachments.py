@@ -11,8 +11,13 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import redirect
+from django.http import (
+    FileResponse,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseRedirect,
+    JsonResponse,
+)
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET
@@ -55,8 +60,15 @@ def _item_shown_to(request: HttpRequest, item_id: int) -> ReviewItem:
 def _back_to(request: HttpRequest, item: ReviewItem, sha256: str) -> str:
     """The page the reveal came from (a check or QA page), if it is ours; else the item page."""
     page = request.POST.get("next", "")
-    if not url_has_allowed_host_and_scheme(
-        page, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    # A path on this site only: "/…", never "//host" or "/\\host", nor a relative "x" (which
+    # would land under the reveal URL, and which redirect() would even try as a view name), and
+    # no control characters (a newline in a Location header is a header injection).
+    is_path = page.startswith("/") and not page.startswith(("//", "/\\")) and page.isprintable()
+    if not (
+        is_path
+        and url_has_allowed_host_and_scheme(
+            page, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+        )
     ):
         page = reverse("item", kwargs={"item_id": item.pk})
     return page.split("#", 1)[0] + f"#attachment-{sha256[:12]}"
@@ -101,4 +113,4 @@ def attachment_reveal(request: HttpRequest, item_id: int, sha256: str) -> HttpRe
     # The most recent items only (dicts keep insertion order): a session stays small.
     kept = list(revealed.items())[-(REVEALED_ITEMS_KEPT - 1) :]
     request.session[REVEALED_SESSION_KEY] = {**dict(kept), str(item.pk): shown}
-    return redirect(_back_to(request, item, sha256))
+    return HttpResponseRedirect(_back_to(request, item, sha256))

@@ -89,3 +89,44 @@ def test_attachment_put_survives_hostile_requests(world: World, data: Any) -> No
         assert change.after.items == change.before.items
     else:
         assert json.loads(response.content)["error"]["code"] != "server_error"
+
+
+# Where a reveal sends the browser back to: the page it came from, if that is a path on this
+# site; anything else (another host, a scheme, a protocol-relative or backslashed URL, noise)
+# falls back to the item page. Never an open redirect.
+next_values = st.one_of(
+    st.sampled_from(
+        [
+            "https://evil.example/",
+            "//evil.example/x",
+            "/\\evil.example",
+            "\\\\evil.example",
+            "javascript:alert(1)",
+            "http://testserver/lanes/1/",
+            " https://evil.example",
+            "/lanes/1/#x",
+            "/lanes/1/\r\nSet-Cookie: sessionid=x",
+            "/\tevil.example",
+            "",
+        ]
+    ),
+    st.text(max_size=40),
+    st.lists(odd_characters, max_size=8).map("".join),
+)
+
+
+@FIXED
+@given(target=next_values)
+def test_a_reveal_never_redirects_off_site(world: World, target: str) -> None:
+    from django.utils.http import url_has_allowed_host_and_scheme
+
+    client = Client()
+    client.force_login(world.users["reviewer"])
+    url = f"/items/{world.held.pk}/attachments/{world.held_attachment}/reveal/"
+    with rolled_back():
+        response = client.post(url, {"next": target})
+    assert response.status_code == 302, response.status_code
+    location = response["Location"]
+    assert url_has_allowed_host_and_scheme(location, allowed_hosts={"testserver"}), location
+    assert location.startswith("/") and not location.startswith(("//", "/\\")), location
+    assert location.endswith(f"#attachment-{world.held_attachment[:12]}")
