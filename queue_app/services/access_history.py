@@ -8,7 +8,6 @@ day Alice joined a KYC reviewer group, or the day her group was given the queue.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,6 +20,7 @@ from django.db.models.functions import Cast
 from pghistory.models import Events
 
 from queue_app.access_history import EVENT_MODELS, QueueReviewerGroupEvent
+from queue_app.jsonutil import stored_loads
 from queue_app.models import ApiClient, Queue
 
 DATABASE = "database"
@@ -81,7 +81,7 @@ def _exact_json(event: Any) -> None:
     for field in ("pgh_data", "pgh_diff"):
         text = getattr(event, f"{field}_text", None)
         if text is not None:
-            setattr(event, field, json.loads(text, parse_float=Decimal))
+            setattr(event, field, stored_loads(text))
 
 
 def _about_queue(queue: Queue) -> Q:

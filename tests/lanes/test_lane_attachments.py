@@ -5,22 +5,16 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import Permission, User
-from django.test import Client
 
 from queue_app.models import Decision, ItemEvent, ItemEventKind, LaneTask
 from queue_app.services import claim_lane_task, claim_next, record_qa_review, submit_decision
 from tests.api.conftest import caller_for, make_client
 from tests.attachments.conftest import image_bytes, put_file
 from tests.conftest import shown_hash
+from tests.console.conftest import login
 from tests.lanes.conftest import new_item
 
 pytestmark = pytest.mark.django_db
-
-
-def _as(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def decide_with_a_file(queue, maker, intake, key: str) -> tuple[Decision, str]:
@@ -60,7 +54,7 @@ def test_the_check_page_shows_the_documents_the_maker_saw(checked_queue, alice, 
     decision, sha = decide_with_a_file(checked_queue, alice, recon, "with-a-file")
     item = decision.item
     task = LaneTask.objects.get(decision=decision, kind="check")
-    checker = _as(carol)
+    checker = login(carol)
     page = checker.get(f"/lanes/{task.pk}/").content.decode()
     file_url = f"/items/{item.pk}/attachments/{sha}/"
     assert 'id="attachments-title"' in page and file_url in page
@@ -77,12 +71,12 @@ def test_the_qa_page_and_the_adjudication_page_show_and_serve_the_item_files(
     qa = LaneTask.objects.get(decision=decision, kind="qa")
     file_url = f"/items/{decision.item_id}/attachments/{sha}/"
 
-    qa_page = _as(carol).get(f"/lanes/{qa.pk}/").content.decode()
+    qa_page = login(carol).get(f"/lanes/{qa.pk}/").content.decode()
     assert 'id="attachments-title"' in qa_page and file_url in qa_page
-    assert _as(carol).get(file_url).status_code == 200
+    assert login(carol).get(file_url).status_code == 200
 
     # Before there is an adjudication, one who may adjudicate but not review sees nothing.
-    assert _as(adjudicator_elsewhere).get(file_url).status_code == 404
+    assert login(adjudicator_elsewhere).get(file_url).status_code == 404
     task = claim_lane_task(queue=queue, kind="qa", user=carol)
     record_qa_review(
         task_id=task.pk,
@@ -92,7 +86,7 @@ def test_the_qa_page_and_the_adjudication_page_show_and_serve_the_item_files(
         reason_code="fraud",
     )
     adjudication = LaneTask.objects.get(kind="adjudication")
-    judge = _as(adjudicator_elsewhere)
+    judge = login(adjudicator_elsewhere)
     page = judge.get(f"/lanes/{adjudication.pk}/")
     assert page.status_code == 200
     assert file_url in page.content.decode()
@@ -101,7 +95,7 @@ def test_the_qa_page_and_the_adjudication_page_show_and_serve_the_item_files(
     other, other_sha = decide_with_a_file(queue, alice, upstream, "second")
     assert judge.get(f"/items/{other.item_id}/attachments/{other_sha}/").status_code == 404
     # Someone who may neither review nor adjudicate never gets the file.
-    assert _as(outsider).get(file_url).status_code == 404
+    assert login(outsider).get(file_url).status_code == 404
 
 
 def test_a_reveal_from_a_lane_page_returns_to_it_and_never_off_site(queue, alice, carol, upstream):
@@ -110,7 +104,7 @@ def test_a_reveal_from_a_lane_page_returns_to_it_and_never_off_site(queue, alice
     queue.save(update_fields=["sensitive", "qa_rate"])
     decision, sha = decide_with_a_file(queue, alice, upstream, "first")
     qa = LaneTask.objects.get(decision=decision, kind="qa")
-    client = _as(carol)
+    client = login(carol)
     page = client.get(f"/lanes/{qa.pk}/").content.decode()
     assert "Reveal image id-front" in page
     assert f'name="next" value="/lanes/{qa.pk}/"' in page
