@@ -24,6 +24,28 @@ if TYPE_CHECKING:
 
 M = TypeVar("M", bound=models.Model)
 
+# psycopg keeps the parse of a statement's %(name)s placeholders in an LRU cache, but only for
+# texts up to 4 KiB (psycopg._queries.MAX_CACHED_STATEMENT_LENGTH), to keep one-off SQL that
+# ORMs generate out of the cache. CLAIM_NEXT_ITEM is about 8 KiB and runs on every Next item:
+# above the limit psycopg re-parsed it with a regular expression every time, a tenth of the
+# claim + decide cycle's client CPU (bench/NOTES.md, 2026-12-01). The limit is raised to cover
+# the named statements of queue_app.sql and sql_lanes, which are few and fixed;
+# tests/test_statement_cache.py fails if a statement outgrows it or psycopg drops the setting.
+STATEMENT_CACHE_LIMIT = 16 * 1024
+
+
+def _cache_named_statements() -> None:
+    from psycopg import _queries
+
+    if (
+        getattr(_queries, "MAX_CACHED_STATEMENT_LENGTH", STATEMENT_CACHE_LIMIT)
+        < STATEMENT_CACHE_LIMIT
+    ):
+        _queries.MAX_CACHED_STATEMENT_LENGTH = STATEMENT_CACHE_LIMIT
+
+
+_cache_named_statements()
+
 
 def set_local_timeouts(*, lock_timeout_ms: int, statement_timeout_ms: int) -> None:
     """Bound lock waits and statement time for the rest of the current transaction."""

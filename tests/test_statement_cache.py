@@ -1,0 +1,60 @@
+"""psycopg parses each hot statement's placeholders once per process, not on every run.
+
+psycopg caches that parse only for statements up to a length limit; the claim is longer than
+its default, and re-parsing it on every Next item cost a tenth of the cycle's client CPU
+(queue_app/managers.py, STATEMENT_CACHE_LIMIT).
+"""
+
+from __future__ import annotations
+
+from psycopg import _queries
+
+from queue_app import managers, sql, sql_lanes
+from queue_app.services import claim_next
+from tests.conftest import make_items
+
+
+def _named_statements() -> dict[str, str]:
+    return {
+        f"{module.__name__}.{name}": value
+        for module in (sql, sql_lanes)
+        for name, value in vars(module).items()
+        if name.isupper() and isinstance(value, str)
+    }
+
+
+def test_every_named_statement_fits_the_cache_limit():
+    too_long = {
+        name: len(text.encode())
+        for name, text in _named_statements().items()
+        if len(text.encode()) > managers.STATEMENT_CACHE_LIMIT
+    }
+    assert not too_long, f"raise STATEMENT_CACHE_LIMIT or shorten: {too_long}"
+    assert _queries.MAX_CACHED_STATEMENT_LENGTH >= managers.STATEMENT_CACHE_LIMIT
+
+
+def test_the_claim_is_longer_than_psycopgs_default_limit():
+    # What the setting is for: without it this statement would miss the cache every time.
+    assert len(sql.CLAIM_NEXT_ITEM.encode()) > 4096
+
+
+def test_a_second_claim_reuses_the_parse_of_the_first(queue, alice, bob):
+    make_items(queue, 3)
+    claim_next(queue=queue, reviewer=alice)
+    before = _queries._query2pg.cache_info()
+    calls_uncached = []
+    original = _queries._query2pg_nocache
+
+    def spy(query, encoding):
+        calls_uncached.append(query[:40])
+        return original(query, encoding)
+
+    _queries._query2pg_nocache = spy
+    try:
+        assert claim_next(queue=queue, reviewer=bob) is not None
+    finally:
+        _queries._query2pg_nocache = original
+    after = _queries._query2pg.cache_info()
+    assert calls_uncached == []  # nothing parsed outside the cache
+    assert after.hits > before.hits
+    assert after.misses == before.misses  # every statement of the claim was already parsed
