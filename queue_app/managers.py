@@ -236,6 +236,20 @@ def build_instances(model: type[M], result: Result) -> list[M]:
     return instances
 
 
+def split_result(result: Result, *, prefix: str) -> tuple[Result, Result]:
+    """Split a statement's (column names, rows) into the columns without the prefix and those
+    with it (the prefix removed): a row and the related row a join returned beside it."""
+    columns, rows = result
+    own = [i for i, name in enumerate(columns) if not name.startswith(prefix)]
+    related = [i for i, name in enumerate(columns) if name.startswith(prefix)]
+
+    def pick(indexes: list[int]) -> Result:
+        names = tuple(columns[i].removeprefix(prefix) for i in indexes)
+        return names, [tuple(row[i] for i in indexes) for row in rows]
+
+    return pick(own), pick(related)
+
+
 class ReviewItemManager(models.Manager["ReviewItem"]):
     def renew_or_claim_one(
         self,
@@ -467,7 +481,12 @@ class DecisionManager(models.Manager["Decision"]):
             ],
             commit=commit,
         )
-        return build_instances(self.model, inserted)[0]
+        from queue_app.models import ReasonCode
+
+        decision_columns, reason_columns = split_result(inserted, prefix="reason__")
+        decision = build_instances(self.model, decision_columns)[0]
+        decision.reason_code = build_instances(ReasonCode, reason_columns)[0]
+        return decision
 
 
 def is_missing_reason(exc: IntegrityError) -> bool:

@@ -33,6 +33,14 @@ _MAY_REVIEW = """(
 
 MAY_REVIEW_QUEUE = "SELECT " + _MAY_REVIEW.format(queue="%(queue_id)s") + " AS allowed"
 
+# The same rule as a column of an ORM query over items (services.access.may_review_item_queue,
+# for users who are not superusers): positional parameters, the user's id twice.
+MAY_REVIEW_ITEMS_QUEUE = (
+    _MAY_REVIEW.format(queue='"queue_app_reviewitem"."queue_id"')
+    .replace("%(is_superuser)s", "false")
+    .replace("%(owner_id)s", "%s")
+)
+
 # The timeouts above, plus: serialise one reviewer's claims in one queue (two tabs pressing
 # Next at once) so that they hold at most one live lease there, and report whether they may
 # claim in it at all. The lock is transaction-scoped (released at commit) and keyed by
@@ -344,7 +352,14 @@ WITH decision AS (
            queue_id, item_id, id, reviewer_id, 'open', 0, now()
       FROM decision WHERE %(needs_check)s OR %(qa_sampled)s
 )
-SELECT * FROM decision
+-- The reason code comes back with the decision (Decision.objects.insert puts it in the
+-- decision's cache): the console's "Recorded ..." message and the API's answer name it
+-- without another query.
+SELECT decision.*,
+       r.id AS reason__id, r.queue_id AS reason__queue_id, r.verdict AS reason__verdict,
+       r.code AS reason__code, r.label AS reason__label, r.retired_at AS reason__retired_at,
+       r.is_default AS reason__is_default
+  FROM decision JOIN queue_app_reasoncode AS r ON r.id = decision.reason_code_id
 """
 
 # Move abandoned items (leased escalation_threshold times without a decision, and not under a

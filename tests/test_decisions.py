@@ -40,6 +40,16 @@ def test_it_records_decision_outbox_and_event_together(queue, alice):
     assert ItemEvent.objects.filter(item=row, kind="decided").count() == 1
 
 
+def test_the_decision_comes_back_with_its_reason_code(queue, alice, django_assert_num_queries):
+    # INSERT_DECISION returns the reason beside the decision: naming it costs no query.
+    make_items(queue, 1)
+    decision = _decide(claim_next(queue=queue, reviewer=alice), alice)
+    with django_assert_num_queries(0):
+        assert (decision.reason_code.code, decision.reason_code.label) == ("verified", "verified")
+    assert decision.reason_code == Decision.objects.get().reason_code
+    assert decision.reason_code_id == decision.reason_code.pk
+
+
 def test_it_rejects_stale_token_after_expiry_and_reclaim(queue, alice, bob):
     make_items(queue, 1)
     stale = claim_next(queue=queue, reviewer=alice)

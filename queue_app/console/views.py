@@ -51,8 +51,8 @@ from queue_app.services import (
     release_lease,
     renew_lease,
     submit_decision,
-    user_can_review,
 )
+from queue_app.services.access import may_review_item_queue
 
 logger = logging.getLogger("queue_app")
 
@@ -136,9 +136,14 @@ def _queue_for(request: HttpRequest, slug: str) -> Queue:
 
 
 def _item_for(request: HttpRequest, item_id: int) -> ReviewItem:
-    item = ReviewItem.objects.select_related("queue", "lease_owner").filter(pk=item_id).first()
+    item = (
+        ReviewItem.objects.select_related("queue", "lease_owner")
+        .annotate(may_review=may_review_item_queue(user=request.user))
+        .filter(pk=item_id)
+        .first()
+    )
     # One answer for "missing" and "not yours": a reviewer cannot probe other queues' items.
-    if item is None or not user_can_review(user=request.user, queue=item.queue_id):
+    if item is None or not item.may_review:
         raise Refusal(404, NO_SUCH_ITEM)
     return item
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from queue_app.errors import EvidenceChanged, InvalidReason, QueueEmpty, StaleLease
 from queue_app.models import Decision, EffectJob, ReviewItem
@@ -52,6 +54,23 @@ def test_it_records_the_decision_and_opens_the_next_item(alice_client: Client, a
 
     page = alice_client.get(response["Location"]).content.decode()
     assert f"Recorded approve (verified) on item #{first.pk}." in page
+
+
+def test_deciding_and_opening_the_next_item_costs_thirteen_statements(
+    alice_client: Client, alice, queue
+):
+    first, _second = make_items(queue, 2)
+    claim_next(queue=queue, reviewer=alice)
+    data = form(first)
+    with CaptureQueriesContext(connection) as ctx:
+        response = alice_client.post(f"/items/{first.pk}/decide/", data)
+    assert response.status_code == 302
+    statements = [" ".join(q["sql"].split()) for q in ctx.captured_queries]
+    # Session, user, the item read with the access rule; BEGIN, guard, close, insert (which
+    # returns the reason code for the message), COMMIT; BEGIN, the claim's guard, renew,
+    # claim, COMMIT. No separate access check, no reason code read.
+    assert len(statements) == 13, statements
+    assert not any(s.startswith('SELECT "queue_app_reasoncode"') for s in statements)
 
 
 def test_the_last_decision_sends_me_home_with_a_message(alice_client: Client, alice, queue):

@@ -196,4 +196,19 @@ def test_its_query_count_does_not_grow_with_history(alice_client, alice, bob, su
 
     make_items(queue, 1, prefix="live")
     held = claim_next(queue=queue, reviewer=alice)
-    assert queries(held.pk) <= 8  # 7, plus the hold form's reasons (issue 15)
+    # Session, user, the item with whether I may review its queue, evidence rules, earlier
+    # decisions, the hold form's reasons (issue 15), the decision form's reasons.
+    assert queries(held.pk) <= 7
+
+
+def test_items_of_queues_granted_to_my_api_client_are_shown(queue, client):
+    # The item's read carries the access rule (services.access.may_review_item_queue): a
+    # queue granted through an API client counts, and stops counting when it is revoked.
+    from queue_app.api.auth import issue_api_client, revoke_api_client
+
+    (item,) = make_items(queue, 1)
+    api_client, _token = issue_api_client(name="scorer", can_adjudicate=True, queues=[queue])
+    client.force_login(api_client.user)
+    assert client.get(f"/items/{item.pk}/").status_code == 200
+    revoke_api_client(client=api_client)
+    assert client.get(f"/items/{item.pk}/").status_code == 404
