@@ -9,7 +9,15 @@ Each side runs the same reviewer cycle (claim_next + submit_decision) in 32 proc
 up before any starts, spread over 1 queue or over 8; the sides alternate, medians compared.
 pgbench's commit rate at 32 clients (one-row INSERT per transaction) gives the scale.
 
-    .venv/bin/python bench/decisions.py            # full run (~4 min)
+What the global lock costs depends on what a commit's WAL flush costs, and this machine's
+disk flushes in about 80 microseconds (pg_test_fsync), far less than one decision's CPU. So
+the scenarios run at this machine's own flush and again with every flush made slower by a
+fixed time, as a network volume or a synchronous standby makes it: commit_delay with
+commit_siblings = 0, set on the scratch database, makes whichever backend flushes the WAL
+sleep that long first while it holds the WAL write lock, so every commit waits for it and
+commits that arrive meanwhile share the flush (group commit), as on a slower device.
+
+    .venv/bin/python bench/decisions.py            # full run (~10 min)
     .venv/bin/python bench/decisions.py --smoke    # tiny, for CI
 """
 
@@ -135,6 +143,21 @@ def run(users: list[int], queue_ids: list[int], seconds: float, *, sealer: bool)
     return round(sum(results) / seconds, 1)
 
 
+def slow_flush(dbname: str, added_ms: int) -> None:
+    """Make every WAL flush of sessions opened on dbname from now on take added_ms longer
+    (0: the machine's own flush). See the module's docstring."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        if added_ms:
+            cursor.execute(f'ALTER DATABASE "{dbname}" SET commit_delay = {added_ms * 1000}')
+            cursor.execute(f'ALTER DATABASE "{dbname}" SET commit_siblings = 0')
+        else:
+            cursor.execute(f'ALTER DATABASE "{dbname}" RESET commit_delay')
+            cursor.execute(f'ALTER DATABASE "{dbname}" RESET commit_siblings')
+    connection.close()  # the next sessions start with the setting
+
+
 def pgbench_commits(clients: int, seconds: float, dbname: str) -> float:
     """Return pgbench's commits per second for a one-row INSERT per transaction."""
     from django.db import connection
@@ -149,10 +172,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
-    clients, seconds, reps, stock = (
-        (4, 1.0, 1, {0: 6_000, -1: 3_000})
+    clients, seconds, reps, stock, flush_levels = (
+        (4, 1.0, 1, {0: 6_000, -1: 3_000}, (0, 2))
         if args.smoke
-        else (32, 10.0, 3, {0: 120_000, -1: 20_000})
+        else (32, 10.0, 3, {0: 120_000, -1: 20_000}, (0, 1, 5))
     )
     db = bench_database(DB, smoke=args.smoke)
     scratch_database(db)
@@ -166,30 +189,49 @@ def main() -> None:
 
     results = {"machine": machine(), "smoke": args.smoke, "seconds": seconds, "clients": clients}
     results["repetitions"] = reps
-    results["scenarios"] = {}
-    for name, queues in (("1 queue", queue_ids[:1]), ("8 queues", queue_ids)):
-        runs = []
-        for _ in range(reps):
-            use_baseline(True, current)
-            connection.close()
-            before = run(users, queues, seconds, sealer=False)
-            use_baseline(False, current)
-            connection.close()
-            after = run(users, queues, seconds, sealer=True)
-            runs.append({"global_lock": before, "sealed": after})
-            print(f"   {name}: global lock {before}/s, sealed {after}/s", flush=True)
-        before = statistics.median(r["global_lock"] for r in runs)
-        after = statistics.median(r["sealed"] for r in runs)
-        ratio = round(statistics.median(r["sealed"] / r["global_lock"] for r in runs), 2)
-        results["scenarios"][name] = {
-            "global_lock": before,
-            "sealed": after,
-            "ratio": ratio,
-            "runs": runs,
-        }
-        print(f"B7 {name}: global lock {before}/s, sealed {after}/s, ratio {ratio}", flush=True)
-    results["pgbench_commits_per_second"] = pgbench_commits(clients, seconds, db)
-    print(f"B7 pgbench commits at {clients} clients: {results['pgbench_commits_per_second']}/s")
+    results["flush_levels"] = []
+    for flush_ms in flush_levels:
+        slow_flush(db, flush_ms)
+        level = {"added_flush_ms": flush_ms, "scenarios": {}}
+        for name, queues in (("1 queue", queue_ids[:1]), ("8 queues", queue_ids)):
+            runs = []
+            for _ in range(reps):
+                use_baseline(True, current)
+                connection.close()
+                before = run(users, queues, seconds, sealer=False)
+                use_baseline(False, current)
+                connection.close()
+                after = run(users, queues, seconds, sealer=True)
+                runs.append({"global_lock": before, "sealed": after})
+                print(
+                    f"   +{flush_ms} ms flush, {name}: global lock {before}/s, sealed {after}/s",
+                    flush=True,
+                )
+            before = statistics.median(r["global_lock"] for r in runs)
+            after = statistics.median(r["sealed"] for r in runs)
+            ratio = round(statistics.median(r["sealed"] / r["global_lock"] for r in runs), 2)
+            level["scenarios"][name] = {
+                "global_lock": before,
+                "sealed": after,
+                "ratio": ratio,
+                "runs": runs,
+            }
+            print(
+                f"B7 +{flush_ms} ms flush, {name}: global lock {before}/s, sealed {after}/s, "
+                f"ratio {ratio}",
+                flush=True,
+            )
+        level["pgbench_commits_per_second"] = pgbench_commits(clients, seconds, db)
+        print(
+            f"B7 +{flush_ms} ms flush: pgbench commits at {clients} clients: "
+            f"{level['pgbench_commits_per_second']}/s",
+            flush=True,
+        )
+        results["flush_levels"].append(level)
+    slow_flush(db, 0)
+    # The machine's own flush, where the earlier runs' figures came from.
+    results["scenarios"] = results["flush_levels"][0]["scenarios"]
+    results["pgbench_commits_per_second"] = results["flush_levels"][0]["pgbench_commits_per_second"]
     # Every decision of the sealed runs got sealed. (The chain as a whole does not verify here:
     # the baseline runs kept extending the old per-decision chain after batches had been
     # chained to its head, which the one-way migration never does.)

@@ -24,8 +24,16 @@ EXPECTED = {
         and r["peak_rss_mb"] > 0
     ),
     "decisions.py": lambda r: (
-        all(s["global_lock"] > 0 and s["sealed"] > 0 for s in r["scenarios"].values())
-        and r["pgbench_commits_per_second"] > 0
+        len(r["flush_levels"]) == 2
+        and all(
+            s["global_lock"] > 0 and s["sealed"] > 0
+            for level in r["flush_levels"]
+            for s in level["scenarios"].values()
+        )
+        and all(level["pgbench_commits_per_second"] > 0 for level in r["flush_levels"])
+        # The added flush time took effect: the server commits more slowly with it.
+        and r["flush_levels"][1]["pgbench_commits_per_second"]
+        < r["flush_levels"][0]["pgbench_commits_per_second"]
         and r["all_sealed"]
     ),
     "web_minimal.py": lambda r: r["ours"] > 0 and r["minimal"] > 0 and r["profile"]["cycles"] > 0,
