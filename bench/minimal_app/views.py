@@ -15,7 +15,9 @@ UPDATE queue_app_reviewitem AS i
  WHERE i.id = (SELECT id FROM queue_app_reviewitem
                 WHERE queue_id = (SELECT id FROM queue_app_queue WHERE slug = %(slug)s)
                   AND state = 'pending'
-                ORDER BY priority DESC, created_at
+                -- The console's order (priority, then deadline, then age), which the claim
+                -- index item_pending_claim serves: any other order sorts the whole queue.
+                ORDER BY priority DESC, due_at, created_at
                 LIMIT 1 FOR UPDATE SKIP LOCKED)
 RETURNING i.id
 """
