@@ -97,6 +97,9 @@ def pgbench_script(*, queue_id: int, reason_code: str, first_user: int, users: i
             bind(sql.INSERT_DECISION, decision) + ";",
             "COMMIT;",
             "\\endpipeline",
+            # The apply workers' wake-up, in a transaction of its own after the commit
+            # (managers.wake_apply_workers_after_commit): its own round trip, as the services'.
+            sql.WAKE_APPLY_WORKERS + ";",
             "",
         ]
     )

@@ -7,6 +7,9 @@ scratch database for its runs and replaced by the current one afterwards); the c
 current code, with a sealer process running beside the reviewers as the apply worker would.
 Each side runs the same reviewer cycle (claim_next + submit_decision) in 32 processes, all set
 up before any starts, spread over 1 queue or over 8; the sides alternate, medians compared.
+The baseline also gets back the other serialisation point of the old code: the apply workers'
+NOTIFY sent from inside the decision's transaction (migration 0019 explains what it cost);
+its services still send today's wake-up after the commit as well, one cheap round trip more.
 pgbench's commit rate at 32 clients (one-row INSERT per transaction) gives the scale.
 
 What the global lock costs depends on what a commit's WAL flush costs, and this machine's
@@ -52,6 +55,9 @@ DB = "rc_bench_decisions"
 BASELINE_SQL = "queue_app.migrations.0007_decision_audit"
 # The old code had no sealer's list: the baseline runs without the trigger that fills it.
 SEALING_TRIGGER = "decision_queue_for_sealing"
+# The old code woke the apply workers from inside the decision's transaction (a NOTIFY trigger
+# on the effect job insert, dropped by 0019): the baseline runs with that trigger put back.
+NOTIFY_MIGRATION = "queue_app.migrations.0019_wake_workers_after_commit"
 
 
 def setup(queues: int, reviewers: int, stock: dict[int, int]) -> tuple[list[int], list[int]]:
@@ -87,19 +93,21 @@ def baseline_trigger() -> str:
 
 def use_baseline(on: bool, current_definition: str) -> None:
     """Install the global-lock trigger (on) or put the current one back (off)."""
+    import importlib
+
     from django.db import connection
 
+    notify = importlib.import_module(NOTIFY_MIGRATION)
     with connection.cursor() as cursor:
         if on:
             cursor.execute(baseline_trigger())
-            cursor.execute(
-                "ALTER TABLE queue_app_decision DISABLE TRIGGER decision_queue_for_sealing"
-            )
+            cursor.execute(f"ALTER TABLE queue_app_decision DISABLE TRIGGER {SEALING_TRIGGER}")
+            cursor.execute(notify.FORWARD)  # idempotent: a run stopped halfway left it behind
+            cursor.execute(notify.BACKWARD)
         else:
             cursor.execute(current_definition)
-            cursor.execute(
-                "ALTER TABLE queue_app_decision ENABLE TRIGGER decision_queue_for_sealing"
-            )
+            cursor.execute(f"ALTER TABLE queue_app_decision ENABLE TRIGGER {SEALING_TRIGGER}")
+            cursor.execute(notify.FORWARD)
 
 
 def _reviewer(args: tuple[int, int, float], ready) -> int:

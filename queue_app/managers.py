@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
 
 import psycopg
-from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, models
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, models, transaction
 from django.db.models.base import DEFERRED
 from pghistory.runtime import _inject_history_context  # off the pipeline, see below
 
@@ -57,6 +57,22 @@ def set_local_timeouts(*, lock_timeout_ms: int, statement_timeout_ms: int) -> No
                 "statement_timeout": f"{statement_timeout_ms}ms",
             },
         )
+
+
+def wake_apply_workers() -> None:
+    """NOTIFY the apply workers that effect jobs are waiting (sql.WAKE_APPLY_WORKERS)."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql.WAKE_APPLY_WORKERS)
+
+
+def wake_apply_workers_after_commit() -> None:
+    """Wake the apply workers once the current transaction has committed, in a transaction of
+    its own (why: sql.WAKE_APPLY_WORKERS); at once outside a transaction.
+
+    robust: the decision is recorded by then, so a failed wake-up is logged, never raised to
+    the reviewer; the workers' poll finds the jobs within its interval.
+    """
+    transaction.on_commit(wake_apply_workers, robust=True)
 
 
 def fetch_dicts(
@@ -483,6 +499,8 @@ class DecisionManager(models.Manager["Decision"]):
         )
         from queue_app.models import ReasonCode
 
+        if not needs_check:  # INSERT_DECISION queued its effect job
+            wake_apply_workers_after_commit()
         decision_columns, reason_columns = split_result(inserted, prefix="reason__")
         decision = build_instances(self.model, decision_columns)[0]
         decision.reason_code = build_instances(ReasonCode, reason_columns)[0]

@@ -16,6 +16,14 @@ SELECT set_config('lock_timeout', %(lock_timeout)s, true),
        set_config('statement_timeout', %(statement_timeout)s, true)
 """
 
+# Wake the apply workers (they LISTEN on this channel) after effect jobs were queued. Sent in a
+# transaction of its own once the one that queued the jobs has committed
+# (managers.wake_apply_workers_after_commit), never inside it: PostgreSQL holds one
+# cluster-wide lock from a notifying transaction's commit until its commit record is flushed,
+# which would make every decision in every queue commit one at a time (migration 0019). A
+# transaction that only notifies writes no WAL of its own, so it commits without a flush.
+WAKE_APPLY_WORKERS = "SELECT pg_notify('queue_app_effect_jobs', '')"
+
 # Whether a user may review a queue: through a group the queue names, or as the service user of
 # an unrevoked API client granted the queue. Two index lookups (the unique (user, group) and
 # (queue, group) keys, and the client grant); a fragment, so the hot paths below carry it in a

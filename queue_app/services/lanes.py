@@ -25,7 +25,12 @@ from queue_app.errors import (
 from queue_app.evidence import attachments_of, evidence_hash
 from queue_app.jsonutil import stored_loads
 from queue_app.lanes import QA_VERDICTS, qa_sampled
-from queue_app.managers import build_instances, fetch_dicts, run_together
+from queue_app.managers import (
+    build_instances,
+    fetch_dicts,
+    run_together,
+    wake_apply_workers_after_commit,
+)
 from queue_app.models import (
     ApiClient,
     LaneKind,
@@ -242,6 +247,7 @@ def confirm_check(*, task_id: int, user: User, lease_token: uuid.UUID | str) -> 
                     result=LaneResult.CONFIRMED,
                     qa_sampled=sampled,
                 )
+                wake_apply_workers_after_commit()  # CONFIRM_CHECK queued the maker's effect job
     except IntegrityError as exc:
         _refuse_barred(exc)
         raise

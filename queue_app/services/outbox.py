@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from django.db import connection
 from django.db.models.functions import Now
 
+from queue_app.managers import wake_apply_workers_after_commit
 from queue_app.models import EffectJob
 from queue_app.services._common import User, log_extra, logger
 
@@ -15,9 +15,8 @@ def retry_effect_job(*, decision_id: int, operator: User) -> bool:
         decision_id=decision_id, dead=True, done_at__isnull=True
     ).update(dead=False, attempts=0, next_attempt_at=Now())
     if revived:
-        with connection.cursor() as cursor:
-            # Wake idle workers now rather than at their next poll.
-            cursor.execute("SELECT pg_notify('queue_app_effect_jobs', '')")
+        # Wake idle workers now rather than at their next poll.
+        wake_apply_workers_after_commit()
         logger.info(
             "effect job retried by operator",
             extra=log_extra(decision_id=decision_id, reviewer=operator.pk),

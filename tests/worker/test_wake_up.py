@@ -1,0 +1,114 @@
+"""The apply workers' wake-up: sent after the decision commits, from a transaction of its own.
+
+A NOTIFY inside the decision's transaction would make PostgreSQL hold its cluster-wide notify
+lock from that commit until the commit's WAL flush, so decisions in every queue would commit
+one at a time (migration 0019; B7 in bench/RESULTS.md measured it). These tests listen on a
+connection of their own, with real commits.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from django.db import connection
+
+from queue_app import managers, sql
+from queue_app.models import Decision, EffectJob
+from queue_app.services import claim_lane_task, claim_next, confirm_check, submit_decision
+from tests.conftest import make_items, shown_hash
+from tests.lanes.conftest import carol, checked_queue, decide_one, open_task  # noqa: F401
+from tests.worker.conftest import database_url
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CHANNEL = "queue_app_effect_jobs"
+
+
+@pytest.fixture
+def listener() -> Iterator[psycopg.Connection]:
+    """A connection LISTENing on the workers' channel, as run_apply_worker's is."""
+    with psycopg.connect(database_url(connection.settings_dict), autocommit=True) as conn:
+        conn.execute(f"LISTEN {CHANNEL}")
+        yield conn
+
+
+def _received(listener: psycopg.Connection, timeout: float) -> list[psycopg.Notify]:
+    return list(listener.notifies(timeout=timeout, stop_after=1))
+
+
+def _decide(queue, reviewer) -> Decision:
+    item = claim_next(queue=queue, reviewer=reviewer)
+    return submit_decision(
+        item_id=item.pk,
+        reviewer=reviewer,
+        lease_token=item.lease_token,
+        verdict="approve",
+        reason_code="verified",
+        evidence_hash=shown_hash(item),
+    )
+
+
+def test_a_decision_wakes_the_workers_once_it_has_committed(listener, queue, alice):
+    make_items(queue, 1)
+    decision = _decide(queue, alice)
+    [note] = _received(listener, timeout=10)
+    assert note.channel == CHANNEL
+    # What the woken worker will look for is already visible to other connections.
+    committed = listener.execute(
+        "SELECT count(*) FROM queue_app_effectjob WHERE decision_id = %s", [decision.pk]
+    ).fetchone()
+    assert committed == (1,)
+
+
+def test_the_decisions_own_transaction_sends_no_notify(listener, queue, alice, monkeypatch):
+    # The decision commits with the after-commit wake-up switched off: nothing arrives, so the
+    # NOTIFY can only come from the wake-up's transaction, never from the decision's commit.
+    make_items(queue, 1)
+    monkeypatch.setattr(managers, "wake_apply_workers_after_commit", lambda: None)
+    decision = _decide(queue, alice)
+    assert EffectJob.objects.filter(decision=decision).exists()
+    assert _received(listener, timeout=1.5) == []
+
+    managers.wake_apply_workers()  # what the services send after the commit
+    assert len(_received(listener, timeout=10)) == 1
+
+
+def test_no_trigger_on_the_decision_path_notifies():
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT c.relname, t.tgname
+              FROM pg_trigger AS t
+              JOIN pg_class AS c ON c.oid = t.tgrelid
+              JOIN pg_proc AS p ON p.oid = t.tgfoid
+             WHERE c.relname LIKE 'queue\\_app\\_%%'
+               AND (p.prosrc ILIKE '%%pg_notify%%' OR p.prosrc ~* '\\mnotify\\M')
+            """
+        )
+        assert cursor.fetchall() == []
+
+
+def test_a_confirmed_check_wakes_the_workers(listener, checked_queue, alice, carol):  # noqa: F811
+    decision = decide_one(checked_queue, alice)
+    assert _received(listener, timeout=1.5) == []  # waiting for its check: nothing to apply
+    task = claim_lane_task(queue=checked_queue, kind="check", user=carol)
+    assert task is not None and task.pk == open_task(decision).pk
+    confirm_check(task_id=task.pk, user=carol, lease_token=task.lease_token)
+    assert len(_received(listener, timeout=10)) == 1
+    assert EffectJob.objects.filter(decision=decision).exists()
+
+
+def test_a_failed_wake_up_is_logged_and_the_decision_stands(queue, alice, monkeypatch, caplog):
+    make_items(queue, 2)
+    # The channel name is empty: pg_notify refuses it.
+    monkeypatch.setattr(sql, "WAKE_APPLY_WORKERS", "SELECT pg_notify('', '')")
+    with caplog.at_level(logging.ERROR, logger="django.db.backends.base"):
+        decision = _decide(queue, alice)
+    assert Decision.objects.filter(pk=decision.pk).exists()
+    assert EffectJob.objects.filter(decision=decision).exists()
+    assert any("on_commit" in record.getMessage() for record in caplog.records)
+    # The connection is still good for the next decision.
+    assert _decide(queue, alice).pk != decision.pk
