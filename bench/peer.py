@@ -108,9 +108,13 @@ def main() -> None:
         app.schema_manager.apply_schema()
     connection.close()
 
+    from importlib.metadata import version
+
     results = {
         "machine": machine(),
         "smoke": args.smoke,
+        # Its fetch path changes between releases; a rate is only comparable at one version.
+        "procrastinate": version("procrastinate"),
         "units": units,
         "repetitions": reps,
         "levels": {},

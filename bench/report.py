@@ -318,9 +318,10 @@ def main() -> None:
         if not (peer := load(name)):
             continue
         server = "embedded" if name == "peer" else "local server at 127.0.0.1:5432"
+        release = f" {peer['procrastinate']}" if peer.get("procrastinate") else ""
         lines += [
-            f"## B6 peer: procrastinate, PostgreSQL {peer['machine']['postgresql']} ({server}) "
-            f"(`bench/peer.py`)",
+            f"## B6 peer: procrastinate{release}, PostgreSQL {peer['machine']['postgresql']} "
+            f"({server}) (`bench/peer.py`)",
             "",
             f"{peer['units']:,} units drained per run; the sides alternate "
             f"{peer.get('repetitions', 1)} times per level. Rates are medians; the ratio is "
