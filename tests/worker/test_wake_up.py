@@ -17,10 +17,9 @@ from django.db import connection
 
 from queue_app import managers, sql
 from queue_app.models import Decision, EffectJob
-from queue_app.services import claim_lane_task, claim_next, confirm_check, submit_decision
-from tests.conftest import make_items, shown_hash
+from queue_app.services import claim_lane_task, confirm_check
 from tests.lanes.conftest import carol, checked_queue, decide_one, open_task  # noqa: F401
-from tests.worker.conftest import database_url
+from tests.worker.conftest import database_url, decide
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -39,21 +38,8 @@ def _received(listener: psycopg.Connection, timeout: float) -> list[psycopg.Noti
     return list(listener.notifies(timeout=timeout, stop_after=1))
 
 
-def _decide(queue, reviewer) -> Decision:
-    item = claim_next(queue=queue, reviewer=reviewer)
-    return submit_decision(
-        item_id=item.pk,
-        reviewer=reviewer,
-        lease_token=item.lease_token,
-        verdict="approve",
-        reason_code="verified",
-        evidence_hash=shown_hash(item),
-    )
-
-
 def test_a_decision_wakes_the_workers_once_it_has_committed(listener, queue, alice):
-    make_items(queue, 1)
-    decision = _decide(queue, alice)
+    [decision] = decide(queue, alice, 1)
     [note] = _received(listener, timeout=10)
     assert note.channel == CHANNEL
     # What the woken worker will look for is already visible to other connections.
@@ -66,9 +52,8 @@ def test_a_decision_wakes_the_workers_once_it_has_committed(listener, queue, ali
 def test_the_decisions_own_transaction_sends_no_notify(listener, queue, alice, monkeypatch):
     # The decision commits with the after-commit wake-up switched off: nothing arrives, so the
     # NOTIFY can only come from the wake-up's transaction, never from the decision's commit.
-    make_items(queue, 1)
     monkeypatch.setattr(managers, "wake_apply_workers_after_commit", lambda: None)
-    decision = _decide(queue, alice)
+    [decision] = decide(queue, alice, 1)
     assert EffectJob.objects.filter(decision=decision).exists()
     assert _received(listener, timeout=1.5) == []
 
@@ -102,13 +87,13 @@ def test_a_confirmed_check_wakes_the_workers(listener, checked_queue, alice, car
 
 
 def test_a_failed_wake_up_is_logged_and_the_decision_stands(queue, alice, monkeypatch, caplog):
-    make_items(queue, 2)
     # The channel name is empty: pg_notify refuses it.
     monkeypatch.setattr(sql, "WAKE_APPLY_WORKERS", "SELECT pg_notify('', '')")
     with caplog.at_level(logging.ERROR, logger="django.db.backends.base"):
-        decision = _decide(queue, alice)
+        [decision] = decide(queue, alice, 1, prefix="first")
     assert Decision.objects.filter(pk=decision.pk).exists()
     assert EffectJob.objects.filter(decision=decision).exists()
     assert any("on_commit" in record.getMessage() for record in caplog.records)
     # The connection is still good for the next decision.
-    assert _decide(queue, alice).pk != decision.pk
+    [second] = decide(queue, alice, 1, prefix="second")
+    assert second.pk != decision.pk
