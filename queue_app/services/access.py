@@ -10,12 +10,21 @@ from queue_app.models import Queue, ReviewItem
 from queue_app.services._common import User
 
 
+def _settled_without_a_query(user: User) -> bool | None:
+    """Whether the user may review every queue (a superuser) or none (anonymous, inactive);
+    None when it depends on the queue: the group and API client grants below."""
+    if not user.is_authenticated or not user.is_active:
+        return False
+    if user.is_superuser:
+        return True
+    return None
+
+
 def queues_for_user(*, user: User) -> QuerySet[Queue]:
     """Return the queues this user may review: by group, API client grant, or all (superusers)."""
-    if not user.is_authenticated or not user.is_active:
-        return Queue.objects.none()
-    if user.is_superuser:
-        return Queue.objects.all()
+    settled = _settled_without_a_query(user)
+    if settled is not None:
+        return Queue.objects.all() if settled else Queue.objects.none()
     # An API client's service user reviews the queues named on its client while it is not
     # revoked (the API's access list), on top of any group grant.
     return Queue.objects.filter(
@@ -26,10 +35,9 @@ def queues_for_user(*, user: User) -> QuerySet[Queue]:
 
 def user_can_review(*, user: User, queue: Queue | int) -> bool:
     """Return whether the user may claim and decide items of this queue."""
-    if not user.is_authenticated or not user.is_active:
-        return False
-    if user.is_superuser:
-        return True
+    settled = _settled_without_a_query(user)
+    if settled is not None:
+        return settled
     queue_id = queue if isinstance(queue, int) else queue.pk
     # The same rule as queues_for_user, as two index lookups rather than a DISTINCT join.
     return ReviewItem.objects.may_review(queue_id=queue_id, user_id=user.pk, is_superuser=False)
@@ -38,8 +46,7 @@ def user_can_review(*, user: User, queue: Queue | int) -> bool:
 def may_review_item_queue(*, user: User) -> RawSQL | Value:
     """user_can_review as a column of a ReviewItem query: whether the user may review the
     queue of each row, read with the row (the item page and its forms: one query, not two)."""
-    if not user.is_authenticated or not user.is_active:
-        return Value(False, output_field=BooleanField())
-    if user.is_superuser:
-        return Value(True, output_field=BooleanField())
+    settled = _settled_without_a_query(user)
+    if settled is not None:
+        return Value(settled, output_field=BooleanField())
     return RawSQL(sql.MAY_REVIEW_ITEMS_QUEUE, [user.pk, user.pk], output_field=BooleanField())
