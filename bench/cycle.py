@@ -6,6 +6,11 @@ pgbench running, at the same client counts, the statements the services run — 
 queue_app/sql.py at run time, so the two cannot drift — prepared, as the services' are, and
 grouped into the same round trips (pipelines).
 
+A third side, the floor, sends the same statements in the services' round trips from Python
+through psycopg alone: no Django, no services, no hashing, nothing decided between them. What
+it reaches of pgbench is what any Python client reaches here; what the services reach of it
+is what Django and the application cost on top.
+
     .venv/bin/python bench/cycle.py            # full run
     .venv/bin/python bench/cycle.py --smoke    # tiny, for CI
 """
@@ -13,6 +18,7 @@ grouped into the same round trips (pipelines).
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import statistics
 import sys
@@ -116,11 +122,98 @@ def _python_worker(args: tuple[int, int, float], ready) -> tuple[int, float]:
     return done, peak_rss_mb()
 
 
-def run_python(clients: int, users: list[int], queue_id: int, seconds: float) -> dict:
+def _floor_worker(args: tuple[int, int, float, str], ready) -> tuple[int, float]:
+    """The services' statements and round trips through psycopg alone (see the docstring).
+
+    Round trip by round trip as claim_next and submit_decision send them: BEGIN (psycopg's,
+    as Django's), the guard, the renew, the claim and COMMIT; BEGIN, the guard and the close;
+    the insert and COMMIT; then the wake-up in autocommit. Parameters as the pgbench script's.
+    """
+    from datetime import timedelta
+
+    import psycopg
+
+    from queue_app import sql
+
+    user_id, queue_id, seconds, reason_code = args
+    conn = psycopg.connect(os.environ["DATABASE_URL"], prepare_threshold=0)
+    common = {
+        "queue_id": queue_id,
+        "owner_id": user_id,
+        "is_superuser": False,
+        "lock_timeout": "2000ms",
+        "statement_timeout": "5000ms",
+        "ttl": timedelta(seconds=600),
+        "max_leases": 2147483647,
+        "release_skip": timedelta(seconds=900),
+    }
+    decision = {
+        "reviewer_id": user_id,
+        "verdict": "approve",
+        "reason_code": reason_code,
+        "evidence_hash": EVIDENCE,
+        "note": "",
+        "supersedes_id": None,
+        "corrected_verdict": None,
+        "needs_check": False,
+        "qa_sampled": False,
+    }
+
+    def together(steps: list[tuple[str, dict]], *, commit: bool = False) -> list:
+        cursors = [conn.cursor() for _ in steps]
+        with conn.pipeline():
+            for cursor, (statement, params) in zip(cursors, steps, strict=True):
+                cursor.execute(statement, params)
+            if commit:
+                conn.commit()
+        return cursors
+
+    ready()
+    done = 0
+    columns: list[str] = []
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        conn.autocommit = False
+        *_, claim = together(
+            [
+                (sql.SET_LOCAL_TIMEOUTS_AND_LOCK_REVIEWER_QUEUE, common),
+                (sql.RENEW_OWN_LIVE_LEASE, common),
+                (sql.CLAIM_NEXT_ITEM, common),
+            ],
+            commit=True,
+        )
+        row = claim.fetchone()
+        if row is None:
+            break
+        columns = columns or [c.name for c in claim.description]
+        lease = {
+            **common,
+            "item_id": row[columns.index("id")],
+            "lease_token": row[columns.index("lease_token")],
+        }
+        _, close = together(
+            [(sql.SET_LOCAL_TIMEOUTS_AND_CHECK_ITEM_ACCESS, lease), (sql.CLOSE_ITEM, lease)]
+        )
+        if close.fetchone() is None:
+            raise RuntimeError("the floor's close found no lease")
+        together([(sql.INSERT_DECISION, {**lease, **decision})], commit=True)
+        conn.autocommit = True
+        conn.execute(sql.WAKE_APPLY_WORKERS)
+        done += 1
+    conn.close()
+    return done, peak_rss_mb()
+
+
+def run_python(
+    clients: int, users: list[int], queue_id: int, seconds: float, *, floor_reason: str = ""
+) -> dict:
+    """Run the services' cycle in `clients` processes (with floor_reason: the floor's)."""
     # Every process is set up before any starts its cycles (bench.common.start_together).
-    _, results = start_together(
-        _python_worker, [(users[i], queue_id, seconds) for i in range(clients)]
-    )
+    if floor_reason:
+        worker, args = _floor_worker, [(u, queue_id, seconds, floor_reason) for u in users]
+    else:
+        worker, args = _python_worker, [(u, queue_id, seconds) for u in users]
+    _, results = start_together(worker, args[:clients])
     cycles = sum(r[0] for r in results)
     return {
         "cycles": cycles,
@@ -134,7 +227,7 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
     clients_list, seconds, reps, stock = (
-        ([1, 2], 1.0, 1, 5_000) if args.smoke else ([1, 8, 32], 10.0, 3, 300_000)
+        ([1, 2], 1.0, 1, 5_000) if args.smoke else ([1, 8, 32], 10.0, 3, 360_000)
     )
 
     db = bench_database(DB, smoke=args.smoke)
@@ -157,29 +250,43 @@ def main() -> None:
         for _ in range(reps):
             ours = run_python(clients, users, queue.pk, seconds)
             base = run_pgbench(clients, script, seconds, db)
-            runs.append({"services": ours["per_second"], "pgbench": base["per_second"]})
+            floor = run_python(clients, users, queue.pk, seconds, floor_reason=reason.code)
+            runs.append(
+                {
+                    "services": ours["per_second"],
+                    "pgbench": base["per_second"],
+                    "floor": floor["per_second"],
+                }
+            )
             print(
                 f"   clients={clients:>2}: services {ours['per_second']}/s, "
-                f"pgbench {base['per_second']}/s",
+                f"pgbench {base['per_second']}/s, psycopg floor {floor['per_second']}/s",
                 flush=True,
             )
         ours_rate = statistics.median(r["services"] for r in runs)
         base_rate = statistics.median(r["pgbench"] for r in runs)
-        # Each run's two sides ran back to back; the median of those paired ratios is the
-        # figure (a ratio of the two medians would pair runs minutes apart).
+        floor_rate = statistics.median(r["floor"] for r in runs)
+        # Each run's sides ran back to back; the median of those paired ratios is the figure
+        # (a ratio of the two medians would pair runs minutes apart).
         ratio = round(statistics.median(r["services"] / r["pgbench"] for r in runs), 2)
+        floor_ratio = round(statistics.median(r["floor"] / r["pgbench"] for r in runs), 2)
+        of_floor = round(statistics.median(r["services"] / r["floor"] for r in runs), 2)
         results["levels"][str(clients)] = {
             "services": {
                 "per_second": round(ours_rate, 1),
                 "peak_rss_mb_per_process": ours["peak_rss_mb_per_process"],
             },
             "pgbench": {"per_second": round(base_rate, 1), "failed": base["failed"]},
+            "floor": {"per_second": round(floor_rate, 1)},
             "ratio": ratio,
+            "floor_ratio": floor_ratio,
+            "services_of_floor": of_floor,
             "runs": runs,
         }
         print(
-            f"B3 clients={clients:>2}: services {ours_rate:.1f}/s, pgbench {base_rate:.1f}/s "
-            f"(medians of {reps}), ratio {ratio} (median of the paired runs)",
+            f"B3 clients={clients:>2}: services {ours_rate:.1f}/s, pgbench {base_rate:.1f}/s, "
+            f"floor {floor_rate:.1f}/s (medians of {reps}), ratio {ratio}, floor/pgbench "
+            f"{floor_ratio}, services/floor {of_floor} (medians of the paired runs)",
             flush=True,
         )
     results["peak_rss_mb"] = peak_rss_mb()

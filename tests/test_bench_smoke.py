@@ -18,7 +18,9 @@ EXPECTED = {
     "claims.py": lambda r: r["b1"]["levels"] and r["b2"]["levels"] and r["peak_rss_mb"] > 0,
     "cycle.py": lambda r: (
         all(
-            level["services"]["per_second"] > 0 and level["pgbench"]["per_second"] > 0
+            level["services"]["per_second"] > 0
+            and level["pgbench"]["per_second"] > 0
+            and level["floor"]["per_second"] > 0
             for level in r["levels"].values()
         )
         and r["peak_rss_mb"] > 0
