@@ -72,7 +72,7 @@ def _migrations_fingerprint() -> str:
     return digest.hexdigest()[:12]
 
 
-def _admin_connection() -> Any:
+def admin_connection() -> Any:
     import psycopg
 
     p = server_params()
@@ -86,7 +86,7 @@ def _migrated_template() -> str:
     # Migrating takes ~10 s on a busy 2-core machine; cloning a template takes a fraction of a
     # second, which keeps the smoke runs in the test suite to seconds.
     name = f"rc_bench_template_{_migrations_fingerprint()}"
-    with _admin_connection() as conn:
+    with admin_connection() as conn:
         if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
             return name
         building = f"{name}_{os.getpid()}"
@@ -98,7 +98,7 @@ def _migrated_template() -> str:
         env={**os.environ, "DATABASE_URL": database_url(building), "LOG_LEVEL": "WARNING"},
         check=True,
     )
-    with _admin_connection() as conn:
+    with admin_connection() as conn:
         try:
             conn.execute(f'ALTER DATABASE "{building}" RENAME TO "{name}"')
         except psycopg_errors().DuplicateDatabase:
@@ -135,7 +135,7 @@ def bench_database(base: str, *, smoke: bool) -> str:
 def scratch_database(dbname: str, *, fresh: bool = True) -> str:
     """Create (or recreate) dbname as a migrated copy, point Django at it; return its URL."""
     template = _migrated_template()
-    with _admin_connection() as conn:
+    with admin_connection() as conn:
         if fresh:
             conn.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [dbname]).fetchone()
@@ -161,7 +161,7 @@ def drop_database(dbname: str) -> None:
     from django.db import connections
 
     connections.close_all()
-    with _admin_connection() as conn:
+    with admin_connection() as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
 
 

@@ -79,3 +79,17 @@ def test_bench_script_runs_in_smoke_mode(script):
     assert results["smoke"] is True
     assert results["machine"]["postgresql"]
     assert EXPECTED[script](results), results
+
+
+def test_settle_waits_for_autovacuum_then_checkpoints():
+    """run_all's pause between scenarios: it reads the server's autovacuum workers and returns
+    within its timeout."""
+    sys.path.insert(0, str(ROOT))
+    from bench.settle import settle
+
+    waited, running = settle(timeout=3)
+    assert 0 <= waited < 30
+    assert running >= 0
+    # Nothing to wait for is answered at once.
+    if running == 0:
+        assert waited < 3
