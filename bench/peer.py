@@ -8,6 +8,11 @@ is units per second of wall time from the moment every process is set up (import
 connection) until the last one finds no work. Deferring (procrastinate) is timed too, for
 context.
 
+Before each drain both sides' tables are vacuumed and analysed (untimed), so every run starts
+from the same state whatever the server's autovacuum does: the machine's own PostgreSQL 15
+runs with autovacuum off, the embedded 18 with it on, and dead rows left by earlier runs slow
+a queue's fetch (procrastinate's most: its finished jobs stay in its table).
+
     .venv/bin/python bench/peer.py            # full run
     .venv/bin/python bench/peer.py --smoke    # tiny, for CI
 """
@@ -37,6 +42,8 @@ from bench.common import (
 )
 
 DB = "rc_bench_peer"
+OUR_TABLES = "queue_app_reviewitem, queue_app_decision, queue_app_itemevent, queue_app_effectjob"
+PEER_TABLES = "procrastinate_jobs, procrastinate_events, procrastinate_workers"
 
 
 def _conninfo() -> str:
@@ -81,6 +88,21 @@ def _our_worker(args: tuple[int, int], ready) -> tuple[float, float]:
     return time.perf_counter(), peak_rss_mb()
 
 
+def _vacuum(tables: str) -> None:
+    """VACUUM ANALYZE the tables, outside any transaction (see the module docstring)."""
+    import psycopg
+
+    with psycopg.connect(_conninfo(), autocommit=True) as conn:
+        conn.execute(f"VACUUM (ANALYZE) {tables}")
+
+
+def _server_autovacuum() -> str:
+    import psycopg
+
+    with psycopg.connect(_conninfo()) as conn:
+        return conn.execute("SHOW autovacuum").fetchone()[0]
+
+
 def _drain(target, args: list) -> tuple[float, float]:
     """Seconds from the moment every process is set up until the last one finds no work."""
     started, results = start_together(target, args)
@@ -117,6 +139,8 @@ def main() -> None:
         "procrastinate": version("procrastinate"),
         "units": units,
         "repetitions": reps,
+        "server_autovacuum": _server_autovacuum(),
+        "vacuumed_before_each_drain": True,
         "levels": {},
     }
     for clients in clients_list:
@@ -125,6 +149,7 @@ def main() -> None:
         for _ in range(reps):
             load_pending(queue.pk, units, prefix="peer")
             connection.close()
+            _vacuum(OUR_TABLES)
             ours_s, ours_rss = _drain(_our_worker, [(users[i], queue.pk) for i in range(clients)])
 
             with app.open():
@@ -132,6 +157,7 @@ def main() -> None:
                 for _ in range(units):
                     noop.defer()
                 defer_s = time.perf_counter() - t0
+            _vacuum(PEER_TABLES)
             peer_s, peer_rss = _drain(_peer_worker, list(range(clients)))
             runs.append(
                 {
