@@ -339,7 +339,13 @@ def main() -> None:
             "",
             f"{peer['units']:,} units drained per run; the sides alternate "
             f"{peer.get('repetitions', 1)} times per level. Rates are medians; the ratio is "
-            "the median of each run's paired ratio (the two sides back to back).",
+            "the median of each run's paired ratio (the two sides back to back)."
+            + (
+                " Both sides' tables are vacuumed before each drain; the server's autovacuum "
+                f"is {peer['server_autovacuum']}."
+                if peer.get("vacuumed_before_each_drain")
+                else ""
+            ),
             "",
             "| processes | ours /s | procrastinate /s | ratio | ratio of each run | "
             "procrastinate defer /s | peak RSS per process ours / procrastinate MiB |",
