@@ -117,8 +117,16 @@ def main() -> None:
         default="peer",
         help="results file name (bench/run_all uses peer-local for the server at :5432)",
     )
+    parser.add_argument(
+        "--no-vacuum",
+        action="store_true",
+        help="skip the vacuum before each drain (what the runs before 2026-12-01 did)",
+    )
+    parser.add_argument("--clients", type=int, nargs="+", help="process counts (default: 1 8 32)")
     args = parser.parse_args()
     clients_list, units, reps = ([2], 60, 1) if args.smoke else ([1, 8, 32], 3_000, 3)
+    clients_list = args.clients or clients_list
+    vacuum = (lambda _tables: None) if args.no_vacuum else _vacuum
 
     scratch_database(bench_database(DB, smoke=args.smoke))
     from django.db import connection
@@ -140,7 +148,7 @@ def main() -> None:
         "units": units,
         "repetitions": reps,
         "server_autovacuum": _server_autovacuum(),
-        "vacuumed_before_each_drain": True,
+        "vacuumed_before_each_drain": not args.no_vacuum,
         "levels": {},
     }
     for clients in clients_list:
@@ -149,7 +157,7 @@ def main() -> None:
         for _ in range(reps):
             load_pending(queue.pk, units, prefix="peer")
             connection.close()
-            _vacuum(OUR_TABLES)
+            vacuum(OUR_TABLES)
             ours_s, ours_rss = _drain(_our_worker, [(users[i], queue.pk) for i in range(clients)])
 
             with app.open():
@@ -157,7 +165,7 @@ def main() -> None:
                 for _ in range(units):
                     noop.defer()
                 defer_s = time.perf_counter() - t0
-            _vacuum(PEER_TABLES)
+            vacuum(PEER_TABLES)
             peer_s, peer_rss = _drain(_peer_worker, list(range(clients)))
             runs.append(
                 {

@@ -3,6 +3,8 @@
 Counts the statements one cycle (claim_next + submit_decision) sends, lists them in order,
 splits wall time between the database (as Django's cursor wrapper times it) and the rest,
 and prints cProfile's top functions by own time. The analysis in bench/NOTES.md comes from it.
+It also times B3's psycopg floor (bench/cycle.py: the same statements in the same round trips,
+psycopg alone) in this process: the client CPU Django and the services add is the difference.
 
     .venv/bin/python bench/profile_cycle.py            # 300 profiled cycles
     .venv/bin/python bench/profile_cycle.py --smoke    # 20 cycles
@@ -89,7 +91,7 @@ def main() -> None:
             ReviewItem(
                 queue=queue, subject=f"p {i}", payload={"amount": "12.50"}, idempotency_key=f"p{i}"
             )
-            for i in range(3 * cycles + 40)
+            for i in range(8 * cycles + 40)
         )
         for _ in range(20):  # warm caches; the hot statements get prepared and planned
             _cycle(queue, reviewer)
@@ -103,6 +105,15 @@ def main() -> None:
             _cycle(queue, reviewer)
         wall, client_cpu = time.perf_counter() - t0, time.process_time() - c0
         server_cpu = _cpu_seconds(backend) - server0
+
+        # The floor on the same rows, for as long as the services took: client CPU per cycle.
+        from bench.cycle import _floor_worker
+
+        floor_user = User.objects.create_user("profile-floor")
+        floor_user.groups.add(group)
+        c0 = time.process_time()
+        floor_cycles, _ = _floor_worker((floor_user.pk, queue.pk, wall, "ok"), lambda: None)
+        floor_cpu = time.process_time() - c0
 
         # The statements, in order, on a separate pass: recording them costs client time.
         # Django's query log has no text for a prepared statement, so the texts come from an
@@ -146,6 +157,7 @@ def main() -> None:
             "wall_ms_per_cycle": round(wall / cycles * 1000, 3),
             "client_cpu_ms_per_cycle": round(client_cpu / cycles * 1000, 3),
             "server_cpu_ms_per_cycle": round(server_cpu / cycles * 1000, 3),
+            "floor_client_cpu_ms_per_cycle": round(floor_cpu / max(floor_cycles, 1) * 1000, 3),
         }
         print(f"statements per cycle: {per_cycle:.2f}")
         for i, label in enumerate(one_cycle, 1):
@@ -153,7 +165,8 @@ def main() -> None:
         print(f"wall {results['wall_ms_per_cycle']} ms/cycle")
         print(
             f"CPU per cycle: client (this process) {results['client_cpu_ms_per_cycle']} ms, "
-            f"server backend {results['server_cpu_ms_per_cycle']} ms"
+            f"server backend {results['server_cpu_ms_per_cycle']} ms; the psycopg floor's "
+            f"client {results['floor_client_cpu_ms_per_cycle']} ms"
         )
         print(out.getvalue())
     finally:

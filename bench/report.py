@@ -222,7 +222,13 @@ def main() -> None:
             f"**{profile['statements_per_cycle']:g} SQL statements per cycle**; "
             f"{profile['wall_ms_per_cycle']:.1f} ms wall per cycle; CPU per cycle "
             f"{profile['client_cpu_ms_per_cycle']:.1f} ms in the Python client and "
-            f"{profile['server_cpu_ms_per_cycle']:.1f} ms in its server backend.",
+            f"{profile['server_cpu_ms_per_cycle']:.1f} ms in its server backend"
+            + (
+                f"; B3's psycopg floor, the same statements with nothing else, "
+                f"{profile['floor_client_cpu_ms_per_cycle']:.2f} ms in the client."
+                if "floor_client_cpu_ms_per_cycle" in profile
+                else "."
+            ),
             "",
         ]
     if web := load("web"):

@@ -1,10 +1,11 @@
 """Wait for the benchmark server to settle before the next scenario starts.
 
-A scenario that loads millions of rows (B2) leaves autovacuum working on them for minutes
-afterwards; the next scenario would share the two cores with it (B3 measured 0.37 / 0.35
-at 8 / 32 processes inside run_all against 0.44 / 0.33 alone). This waits until no
-autovacuum worker runs on the server (at most --timeout seconds), then checkpoints, so the
-next scenario's WAL flushes do not meet the last one's dirty buffers.
+A scenario that loads millions of rows (B2: 5,000,000) leaves the server with work of its own
+for a while afterwards: dirty buffers for the next checkpoint to write and, on any table the
+scenario did not vacuum itself, autovacuum. The next scenario would share the two cores with
+it (B3 measured 0.37 / 0.35 at 8 / 32 processes inside run_all against 0.44 / 0.33 run
+alone). This waits until no autovacuum worker runs on the server (at most --timeout seconds),
+then checkpoints, so the next scenario starts on a quiet server.
 
     .venv/bin/python bench/settle.py [--timeout 600]
 """

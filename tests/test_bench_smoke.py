@@ -56,7 +56,9 @@ EXPECTED = {
         )
         and r["peak_rss_mb"] > 0
     ),
-    "profile_cycle.py": lambda r: r["statements_per_cycle"] > 0,
+    "profile_cycle.py": lambda r: (
+        r["statements_per_cycle"] > 0 and r["floor_client_cpu_ms_per_cycle"] > 0
+    ),
 }
 
 
