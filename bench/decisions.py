@@ -20,7 +20,7 @@ commit_siblings = 0, set on the scratch database, makes whichever backend flushe
 sleep that long first while it holds the WAL write lock, so every commit waits for it and
 commits that arrive meanwhile share the flush (group commit), as on a slower device.
 
-    .venv/bin/python bench/decisions.py            # full run (~10 min)
+    .venv/bin/python bench/decisions.py            # full run (~14 min)
     .venv/bin/python bench/decisions.py --smoke    # tiny, for CI
 """
 
@@ -183,7 +183,7 @@ def main() -> None:
     clients, seconds, reps, stock, flush_levels = (
         (4, 1.0, 1, {0: 6_000, -1: 3_000}, (0, 2))
         if args.smoke
-        else (32, 10.0, 3, {0: 120_000, -1: 20_000}, (0, 1, 5))
+        else (32, 10.0, 3, {0: 120_000, -1: 20_000}, (0, 1, 5, 10))
     )
     db = bench_database(DB, smoke=args.smoke)
     scratch_database(db)
