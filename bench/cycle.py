@@ -122,7 +122,7 @@ def _python_worker(args: tuple[int, int, float], ready) -> tuple[int, float]:
     return done, peak_rss_mb()
 
 
-def _floor_worker(args: tuple[int, int, float, str], ready) -> tuple[int, float]:
+def floor_worker(args: tuple[int, int, float, str], ready) -> tuple[int, float]:
     """The services' statements and round trips through psycopg alone (see the docstring).
 
     Round trip by round trip as claim_next and submit_decision send them: BEGIN (psycopg's,
@@ -210,7 +210,7 @@ def run_python(
     """Run the services' cycle in `clients` processes (with floor_reason: the floor's)."""
     # Every process is set up before any starts its cycles (bench.common.start_together).
     if floor_reason:
-        worker, args = _floor_worker, [(u, queue_id, seconds, floor_reason) for u in users]
+        worker, args = floor_worker, [(u, queue_id, seconds, floor_reason) for u in users]
     else:
         worker, args = _python_worker, [(u, queue_id, seconds) for u in users]
     _, results = start_together(worker, args[:clients])

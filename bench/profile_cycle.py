@@ -107,12 +107,12 @@ def main() -> None:
         server_cpu = _cpu_seconds(backend) - server0
 
         # The floor on the same rows, for as long as the services took: client CPU per cycle.
-        from bench.cycle import _floor_worker
+        from bench.cycle import floor_worker
 
         floor_user = User.objects.create_user("profile-floor")
         floor_user.groups.add(group)
         c0 = time.process_time()
-        floor_cycles, _ = _floor_worker((floor_user.pk, queue.pk, wall, "ok"), lambda: None)
+        floor_cycles, _ = floor_worker((floor_user.pk, queue.pk, wall, "ok"), lambda: None)
         floor_cpu = time.process_time() - c0
 
         # The statements, in order, on a separate pass: recording them costs client time.
