@@ -43,6 +43,9 @@ from bench.common import (
 
 DB = "rc_bench_cycle"
 EVIDENCE = "a" * 64
+# The cycle's fixed parameters, for pgbench (as SQL literals) and the floor (as values) alike.
+LOCK_TIMEOUT, STATEMENT_TIMEOUT = "2000ms", "5000ms"
+TTL_SECONDS, RELEASE_SKIP_SECONDS, MAX_LEASES = 600, 900, 2147483647
 
 
 def pgbench_script(*, queue_id: int, reason_code: str, first_user: int, users: int) -> str:
@@ -56,12 +59,12 @@ def pgbench_script(*, queue_id: int, reason_code: str, first_user: int, users: i
     common = {
         "queue_id": ":queue_id",
         "owner_id": ":owner_id",
-        "lock_timeout": "'2000ms'",
-        "statement_timeout": "'5000ms'",
-        "ttl": "interval '600 seconds'",
+        "lock_timeout": f"'{LOCK_TIMEOUT}'",
+        "statement_timeout": f"'{STATEMENT_TIMEOUT}'",
+        "ttl": f"interval '{TTL_SECONDS} seconds'",
         "limit": "1",
-        "max_leases": "2147483647",
-        "release_skip": "interval '900 seconds'",
+        "max_leases": str(MAX_LEASES),
+        "release_skip": f"interval '{RELEASE_SKIP_SECONDS} seconds'",
         "is_superuser": "false",
     }
     lease = {**common, "item_id": ":c_id", "lease_token": "(:c_lease_token)::uuid"}
@@ -141,11 +144,11 @@ def floor_worker(args: tuple[int, int, float, str], ready) -> tuple[int, float]:
         "queue_id": queue_id,
         "owner_id": user_id,
         "is_superuser": False,
-        "lock_timeout": "2000ms",
-        "statement_timeout": "5000ms",
-        "ttl": timedelta(seconds=600),
-        "max_leases": 2147483647,
-        "release_skip": timedelta(seconds=900),
+        "lock_timeout": LOCK_TIMEOUT,
+        "statement_timeout": STATEMENT_TIMEOUT,
+        "ttl": timedelta(seconds=TTL_SECONDS),
+        "max_leases": MAX_LEASES,
+        "release_skip": timedelta(seconds=RELEASE_SKIP_SECONDS),
     }
     decision = {
         "reviewer_id": user_id,
