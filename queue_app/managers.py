@@ -87,7 +87,7 @@ def fetch_dicts(
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=64)
 def _row_plan(
     model: type[models.Model], columns: tuple[str, ...]
 ) -> tuple[list[int | None], list[tuple[int, list[Callable[..., Any]], Any]], list[int]]:
@@ -345,6 +345,23 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         allowed = bool(guard[1][0][-1])
         columns, rows = closed
         return allowed, (dict(zip(columns, rows[0], strict=True)) if rows else None)
+
+    def with_queue_and_access(
+        self, *, item_id: int, user_id: int, is_superuser: bool
+    ) -> ReviewItem | None:
+        """The item with its queue attached and may_review set (whether the user may review
+        that queue), in one round trip; None if there is no such item."""
+        params = {"item_id": item_id, "owner_id": user_id, "is_superuser": is_superuser}
+        item_rows, queue_rows = run_together(
+            [(sql.ITEM_WITH_ACCESS, params), (sql.QUEUE_OF_ITEM, params)]
+        )
+        items = build_instances(self.model, item_rows)
+        queues = build_instances(self.model._meta.get_field("queue").related_model, queue_rows)
+        if not items or not queues:
+            return None
+        item = items[0]
+        item.queue = queues[0]
+        return item
 
     def may_review(self, *, queue_id: int, user_id: int, is_superuser: bool) -> bool:
         rows = fetch_dicts(

@@ -41,14 +41,6 @@ _MAY_REVIEW = """(
 
 MAY_REVIEW_QUEUE = "SELECT " + _MAY_REVIEW.format(queue="%(queue_id)s") + " AS allowed"
 
-# The same rule as a column of an ORM query over items (services.access.may_review_item_queue,
-# for users who are not superusers): positional parameters, the user's id twice.
-MAY_REVIEW_ITEMS_QUEUE = (
-    _MAY_REVIEW.format(queue='"queue_app_reviewitem"."queue_id"')
-    .replace("%(is_superuser)s", "false")
-    .replace("%(owner_id)s", "%s")
-)
-
 # The timeouts above, plus: serialise one reviewer's claims in one queue (two tabs pressing
 # Next at once) so that they hold at most one live lease there, and report whether they may
 # claim in it at all. The lock is transaction-scoped (released at commit) and keyed by
@@ -756,3 +748,73 @@ SELECT i.id, i.state, i.subject, i.created_at, i.decided_at, i.due_at, i.queue_i
  LIMIT %(limit)s
 """
 )
+
+# -- the console's item page (console/views.py) ---------------------------------------------------
+# The item page and every form posted from it first find the item and whether the user may
+# review its queue (the one access rule, _MAY_REVIEW, as a column of the row): one round trip,
+# these two statements in a pipeline, each by primary key. They replace an ORM query whose
+# compilation cost more client CPU than the page's own work (bench/NOTES.md, B8). Like the
+# API's by-id routes (docs/scaling.md) they read by id, not by queue: on a schema distributed
+# by queue_id each is an indexed lookup on every shard, and the writes that follow name the
+# queue they return.
+ITEM_WITH_ACCESS = (
+    """
+SELECT i.*, """
+    + _MAY_REVIEW.format(queue="i.queue_id")
+    + """ AS may_review
+  FROM queue_app_reviewitem AS i
+ WHERE i.id = %(item_id)s
+"""
+)
+
+QUEUE_OF_ITEM = """
+SELECT q.*
+  FROM queue_app_queue AS q
+ WHERE q.id = (SELECT queue_id FROM queue_app_reviewitem WHERE id = %(item_id)s)
+"""
+
+# Once the item is found and the user may see it, the rest of what the page shows comes in one
+# more round trip: the statements below, those the page needs (console/item_page.py).
+# Decisions oldest first, as the history table lists them.
+ITEM_DECISIONS = """
+SELECT d.* FROM queue_app_decision AS d WHERE d.item_id = %(item_id)s ORDER BY d.id
+"""
+
+# Who recorded the decisions that predate reviewer_username (migration 0007); later decisions
+# carry the name as it was when they were made, and need no join.
+ITEM_DECISION_REVIEWERS = """
+SELECT u.id, u.username, u.first_name, u.last_name
+  FROM auth_user AS u
+ WHERE u.id IN (SELECT reviewer_id FROM queue_app_decision
+                 WHERE item_id = %(item_id)s AND reviewer_username IS NULL)
+"""
+
+# The lease holder, named on the page of an item someone else is reviewing. Their name only:
+# the page has no use for the rest of their row (the password hash, above all).
+LEASE_HOLDER = """
+SELECT u.id, u.username, u.first_name, u.last_name FROM auth_user AS u WHERE u.id = %(owner_id)s
+"""
+
+# The reason codes the page names: those of the item's queue (the decision form offers the
+# active ones for the review verdicts, in this order) and those of its decisions, which a
+# decision made before the item moved queues (escalation) may hold from another queue.
+ITEM_REASON_CODES = """
+SELECT r.*
+  FROM queue_app_reasoncode AS r
+ WHERE r.queue_id = ANY (ARRAY(SELECT %(queue_id)s::bigint
+                               UNION SELECT d.queue_id FROM queue_app_decision AS d
+                                      WHERE d.item_id = %(item_id)s))
+ ORDER BY r.verdict, r.label
+"""
+
+# The queue's evidence rules, in the order the page lists the warnings they raise.
+QUEUE_EVIDENCE_RULES = """
+SELECT e.* FROM queue_app_evidencerule AS e WHERE e.queue_id = %(queue_id)s ORDER BY e.id
+"""
+
+# The hold reasons a holder may choose now, by label (services.hold_reasons_for's order).
+QUEUE_HOLD_REASONS = """
+SELECT h.* FROM queue_app_holdreason AS h
+ WHERE h.queue_id = %(queue_id)s AND h.retired_at IS NULL
+ ORDER BY h.label
+"""

@@ -23,7 +23,6 @@ from queue_app.models import HoldReason, ItemState, Queue, ReviewItem
 from queue_app.services import (
     deadline_words,
     hold_item,
-    hold_reasons_for,
     is_breached,
     subject_history,
 )
@@ -65,13 +64,15 @@ def deadline_context(item: ReviewItem, now: datetime) -> dict[str, Any]:
     return context
 
 
-def hold_form_context(item: ReviewItem, now: datetime) -> dict[str, Any]:
+def hold_form_context(
+    item: ReviewItem, now: datetime, hold_reasons: list[HoldReason]
+) -> dict[str, Any]:
     """The hold form's choices and bounds, for the holder of the lease."""
     latest = now + item.queue.max_hold
     default = min(now + DEFAULT_HOLD, latest)
     local = timezone.localtime
     return {
-        "hold_reasons": list(hold_reasons_for(queue=item.queue_id)),
+        "hold_reasons": hold_reasons,
         "hold_min": local(now).strftime("%Y-%m-%dT%H:%M"),
         "hold_max": local(latest).strftime("%Y-%m-%dT%H:%M"),
         "hold_default": local(default).strftime("%Y-%m-%dT%H:%M"),
@@ -82,15 +83,21 @@ def hold_form_context(item: ReviewItem, now: datetime) -> dict[str, Any]:
 
 
 def item_page_extras(
-    request: HttpRequest, item: ReviewItem, *, mine: bool, now: datetime
+    request: HttpRequest,
+    item: ReviewItem,
+    *,
+    mine: bool,
+    now: datetime,
+    hold_reasons: list[HoldReason],
 ) -> dict[str, Any]:
-    """Everything the item page shows for issue 15, in one dict for its context."""
+    """Everything the item page shows for issue 15, in one dict for its context; hold_reasons
+    are the queue's active ones (console/item_page.py read them with the page's other rows)."""
     extras = deadline_context(item, now)
     extras["subject_items"] = subject_history(
         subject_key=item.subject_key, user=request.user, exclude_id=item.pk
     )
     if mine:
-        extras.update(hold_form_context(item, now))
+        extras.update(hold_form_context(item, now, hold_reasons))
     return extras
 
 

@@ -28,6 +28,7 @@ from queue_app.console import clocks
 from queue_app.console.attachment_cards import attachment_cards
 from queue_app.console.clocks import home_deadline_counts, item_page_extras
 from queue_app.console.evidence import evidence_view
+from queue_app.console.item_page import item_page_rows
 from queue_app.errors import (
     EvidenceChanged,
     InvalidBounds,
@@ -40,7 +41,7 @@ from queue_app.errors import (
 )
 from queue_app.evidence import item_evidence_hash
 from queue_app.forms import DecisionForm, LeaseForm
-from queue_app.models import REVIEW_VERDICTS, ItemState, Queue, ReasonCode, ReviewItem
+from queue_app.models import REVIEW_VERDICTS, ItemState, Queue, ReviewItem
 from queue_app.rules import warnings_for
 from queue_app.services import (
     claim_next,
@@ -52,7 +53,6 @@ from queue_app.services import (
     renew_lease,
     submit_decision,
 )
-from queue_app.services.access import may_review_item_queue
 
 logger = logging.getLogger("queue_app")
 
@@ -136,11 +136,14 @@ def _queue_for(request: HttpRequest, slug: str) -> Queue:
 
 
 def _item_for(request: HttpRequest, item_id: int) -> ReviewItem:
+    user = request.user
+    # login_required let the user in; an account deactivated since sees nothing.
     item = (
-        ReviewItem.objects.select_related("queue", "lease_owner")
-        .annotate(may_review=may_review_item_queue(user=request.user))
-        .filter(pk=item_id)
-        .first()
+        ReviewItem.objects.with_queue_and_access(
+            item_id=item_id, user_id=user.pk, is_superuser=user.is_superuser
+        )
+        if user.is_active
+        else None
     )
     # One answer for "missing" and "not yours": a reviewer cannot probe other queues' items.
     if item is None or not item.may_review:
@@ -275,32 +278,29 @@ def _render_item_page(
     mine = item.state == ItemState.LEASED and item.lease_owner_id == request.user.pk
     # A leased row always has an expiry (check constraint item_lease_columns_match_state).
     held_by_other = item.state == ItemState.LEASED and not mine and item.lease_expires > now
+    rows = item_page_rows(item, mine=mine, held_by_other=held_by_other)
     context: dict[str, Any] = {
         "title": item.subject,
         "item": item,
         "queue": item.queue,
-        "evidence": evidence_view(
-            item.payload, warnings_for(item.payload, item.queue.evidence_rules.all())
-        ),
-        "decisions": list(item.decisions.select_related("reviewer", "reason_code")),
+        "evidence": evidence_view(item.payload, warnings_for(item.payload, rows.evidence_rules)),
+        "decisions": rows.decisions,
         "mine": mine,
         "held_by_other": held_by_other,
         "attachments": attachment_cards(request, item),
     }
     context.update(_handoff_context(request, item))
     # Deadline, hold and the subject's other items (issue 15: console/clocks.py).
-    context.update(item_page_extras(request, item, mine=mine, now=now))
+    context.update(
+        item_page_extras(request, item, mine=mine, now=now, hold_reasons=rows.hold_reasons)
+    )
     if mine:
         # The hash of exactly what this page renders, from the row as loaded above.
         shown = item_evidence_hash(item)
         form = form or DecisionForm()
-        # All verdicts' reasons in one query (reason_codes_for is per verdict); the page
-        # groups them and the script narrows the list to the chosen verdict.
-        reasons = list(
-            ReasonCode.objects.filter(
-                queue_id=item.queue_id, verdict__in=REVIEW_VERDICTS, retired_at__isnull=True
-            ).order_by("verdict", "label")
-        )
+        # All verdicts' reasons at once (reason_codes_for is per verdict); the page groups
+        # them and the script narrows the list to the chosen verdict.
+        reasons = rows.reasons
         if item.queue.escalation_queue_id is None:
             # Escalating needs somewhere to escalate to; don't offer what the server refuses.
             reasons = [r for r in reasons if r.verdict != "escalate"]

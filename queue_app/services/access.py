@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from django.db.models import BooleanField, Q, QuerySet, Value
-from django.db.models.expressions import RawSQL
+from django.db.models import Q, QuerySet
 
-from queue_app import sql
 from queue_app.models import Queue, ReviewItem
 from queue_app.services._common import User
 
@@ -41,12 +39,3 @@ def user_can_review(*, user: User, queue: Queue | int) -> bool:
     queue_id = queue if isinstance(queue, int) else queue.pk
     # The same rule as queues_for_user, as two index lookups rather than a DISTINCT join.
     return ReviewItem.objects.may_review(queue_id=queue_id, user_id=user.pk, is_superuser=False)
-
-
-def may_review_item_queue(*, user: User) -> RawSQL | Value:
-    """user_can_review as a column of a ReviewItem query: whether the user may review the
-    queue of each row, read with the row (the item page and its forms: one query, not two)."""
-    settled = _settled_without_a_query(user)
-    if settled is not None:
-        return Value(settled, output_field=BooleanField())
-    return RawSQL(sql.MAY_REVIEW_ITEMS_QUEUE, [user.pk, user.pk], output_field=BooleanField())
