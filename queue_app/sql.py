@@ -818,3 +818,16 @@ SELECT h.* FROM queue_app_holdreason AS h
  WHERE h.queue_id = %(queue_id)s AND h.retired_at IS NULL
  ORDER BY h.label
 """
+
+# -- every signed-in request (queue_app/identity/sessions.py and backends.py) ---------------------
+# The two reads Django makes before any view: the session, and the user it names. The same rows
+# and conditions as Django's own (a session not yet expired by the web server's clock, the user
+# by primary key), bound on the server and prepared after a few runs, so no request compiles
+# an ORM query for them.
+SESSION_ROW = """
+SELECT s.session_key, s.session_data, s.expire_date
+  FROM django_session AS s
+ WHERE s.session_key = %(session_key)s AND s.expire_date > %(now)s
+"""
+
+USER_ROW = "SELECT u.* FROM auth_user AS u WHERE u.id = %(user_id)s"

@@ -237,6 +237,8 @@ SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=True)
 if env.bool("TRUST_X_FORWARDED_PROTO", default=False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_HTTPONLY = True
+# Django's database sessions, read with a prepared statement (queue_app/identity/sessions.py).
+SESSION_ENGINE = "queue_app.identity.sessions"
 
 # Sessions end after SESSION_IDLE_MINUTES without a request: a request pushes the expiry forward
 # (at most once a minute, reviewconsole/idle_sessions.py, rather than a session write on every

@@ -5,8 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.http import HttpRequest
+
+from queue_app import sql
+from queue_app.managers import fetch_prepared_instances
+
+
+def signed_in_user(user_id: Any) -> Any:
+    """The user a session names, read with a prepared statement (sql.USER_ROW), or None.
+
+    What the backends' get_user does on every signed-in request, without compiling an ORM
+    query each time (bench/NOTES.md, B8). The row and the instance are the same as the ORM's.
+    """
+    users = fetch_prepared_instances(get_user_model(), sql.USER_ROW, {"user_id": user_id})
+    return users[0] if users else None
 
 
 class PasswordBackend(ModelBackend):
@@ -16,3 +30,8 @@ class PasswordBackend(ModelBackend):
         if not settings.PASSWORD_LOGIN:
             return None
         return super().authenticate(request, *args, **kwargs)
+
+    def get_user(self, user_id: Any) -> Any:
+        # ModelBackend's rule, the read above: an inactive user is no longer signed in.
+        user = signed_in_user(user_id)
+        return user if user is not None and self.user_can_authenticate(user) else None

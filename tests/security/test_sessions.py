@@ -81,3 +81,52 @@ def test_the_lease_heartbeat_counts_as_activity(alice_client: Client, alice, que
 def test_an_anonymous_visitor_gets_no_session_row(client: Client):
     assert client.get("/accounts/login/").status_code == 200
     assert not Session.objects.exists()
+
+
+# -- how a signed-in request reads its session and user (queue_app/identity/sessions.py) --------
+
+
+def test_a_deleted_session_signs_the_browser_out(alice_client: Client):
+    # Signing out elsewhere, or an admin ending the session, deletes the row.
+    Session.objects.filter(session_key=_key(alice_client)).delete()
+    response = alice_client.get("/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/")
+
+
+def test_a_deactivated_user_is_signed_out_on_their_next_request(alice_client: Client, alice):
+    assert alice_client.get("/").status_code == 200
+    alice.is_active = False
+    alice.save(update_fields=["is_active"])
+    response = alice_client.get("/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/")
+
+
+def test_the_session_and_user_are_read_by_one_named_statement_each(alice_client: Client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from queue_app import sql
+
+    connection.ensure_connection()
+    # Unprepared, so that the query log keeps each statement's text (psycopg has none to give
+    # for a prepared statement's execution).
+    threshold = connection.connection.prepare_threshold
+    connection.connection.prepare_threshold = None
+    try:
+        with CaptureQueriesContext(connection) as ctx:
+            assert alice_client.get("/").status_code == 200
+    finally:
+        connection.connection.prepare_threshold = threshold
+
+    def text(statement: str) -> str:
+        # The statement as psycopg sends it: %(name)s placeholders become $1, $2, ...
+        return " ".join(statement.replace("%(session_key)s", "$1").replace("%(now)s", "$2").split())
+
+    first, second = (" ".join(q["sql"].split()) for q in ctx.captured_queries[:2])
+    assert first == text(sql.SESSION_ROW)
+    assert second == " ".join(sql.USER_ROW.replace("%(user_id)s", "$1").split())
+    # Django's ORM reads of the same rows are not made as well.
+    assert not any('FROM "django_session"' in (q["sql"] or "") for q in ctx.captured_queries)
+    assert not any('FROM "auth_user"' in (q["sql"] or "") for q in ctx.captured_queries)
