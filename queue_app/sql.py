@@ -774,7 +774,7 @@ SELECT q.*
 """
 
 # Once the item is found and the user may see it, the rest of what the page shows comes in one
-# more round trip: the statements below, those the page needs (console/item_page.py).
+# more round trip: the statements below, those the page needs (services/item_page.py).
 # Decisions oldest first, as the history table lists them.
 ITEM_DECISIONS = """
 SELECT d.* FROM queue_app_decision AS d WHERE d.item_id = %(item_id)s ORDER BY d.id

@@ -91,7 +91,7 @@ def item_page_extras(
     hold_reasons: list[HoldReason],
 ) -> dict[str, Any]:
     """Everything the item page shows for issue 15, in one dict for its context; hold_reasons
-    are the queue's active ones (console/item_page.py read them with the page's other rows)."""
+    are the queue's active ones (services/item_page.py read them with the page's other rows)."""
     extras = deadline_context(item, now)
     extras["subject_items"] = subject_history(
         subject_key=item.subject_key, user=request.user, exclude_id=item.pk

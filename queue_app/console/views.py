@@ -28,7 +28,6 @@ from queue_app.console import clocks
 from queue_app.console.attachment_cards import attachment_cards
 from queue_app.console.clocks import home_deadline_counts, item_page_extras
 from queue_app.console.evidence import evidence_view
-from queue_app.console.item_page import item_page_rows
 from queue_app.errors import (
     EvidenceChanged,
     InvalidBounds,
@@ -47,6 +46,7 @@ from queue_app.services import (
     claim_next,
     handoff_refusal,
     item_handoff,
+    item_page_rows,
     lanes_for_user,
     queues_for_user,
     release_lease,

@@ -30,6 +30,7 @@ from queue_app.services.escalation import escalate_abandoned, open_escalation
 from queue_app.services.handoff import handoff_refusal, item_handoff
 from queue_app.services.holds import hold_item, hold_reasons_for, resume_hold
 from queue_app.services.intake import create_item, replace_evidence
+from queue_app.services.item_page import ItemPageRows, item_page_rows
 from queue_app.services.lanes import (
     adjudicate,
     claim_lane_task,
@@ -58,6 +59,7 @@ __all__ = [
     "BATCH_TTL_RANGE",
     "NOTE_MAX_LENGTH",
     "SUBJECT_HISTORY_LIMIT",
+    "ItemPageRows",
     "User",
     "adjudicate",
     "attachment_by_digest",
@@ -79,6 +81,7 @@ __all__ = [
     "is_breached",
     "item_decisions",
     "item_handoff",
+    "item_page_rows",
     "lane_task_for",
     "lanes_for_user",
     "open_attachment",

@@ -1,4 +1,4 @@
-"""The rows the item page shows besides the item, read in one round trip.
+"""The rows the console's item page shows besides the item, read in one round trip.
 
 The page used to run one ORM query for each (decisions, reason codes, evidence rules, hold
 reasons): four round trips, and Django compiling four querysets per page view, which cost more
