@@ -216,6 +216,42 @@ def tree_peak_rss_mb(pid: int) -> float:
     return round(sum(process_peak_rss_mb(p) for p in [pid, *map(int, children.stdout.split())]), 1)
 
 
+def cpu_seconds_by_role(group_pid: int) -> dict[str, float]:
+    """CPU seconds (user + system) used so far by each part of a web benchmark on this machine.
+
+    "web": the process group group_pid leads (gunicorn's master and workers); "postgres": every
+    process named postgres (the server's backends, and its background workers); "load": this
+    process (the load generator's threads); "other": everything else. A process's reaped
+    children count with it (cutime, cstime), so a backend that exits between two readings
+    still counts, with its postmaster. Take two readings around a phase and subtract.
+    """
+    ticks = os.sysconf("SC_CLK_TCK")
+    used = {"web": 0.0, "postgres": 0.0, "load": 0.0, "other": 0.0}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue  # gone since the listing
+        # The command name is in parentheses and may hold spaces: split after its last ")".
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()
+        # Fields 14-17 of proc(5) (utime, stime, cutime, cstime), counted after the name.
+        seconds = sum(int(f) for f in fields[11:15]) / ticks
+        pgid = int(fields[2])
+        if int(entry) == os.getpid():
+            role = "load"
+        elif pgid == group_pid:
+            role = "web"
+        elif name == "postgres" or name.startswith("postgres:"):
+            role = "postgres"
+        else:
+            role = "other"
+        used[role] += seconds
+    return used
+
+
 def machine() -> dict[str, Any]:
     """Describe the machine and PostgreSQL server, for the results file."""
     from django.db import connection

@@ -287,6 +287,34 @@ def main() -> None:
             + " / ".join(f"{r['ours'] / r['minimal']:.2f}" for r in minimal["runs"])
             + f"). Target ≥ 0.5: {verdict(minimal['ratio'] >= 0.5)}.",
             "",
+        ]
+        if cpu := minimal.get("cpu_ms_per_cycle"):
+            roles = [
+                ("web", "gunicorn (master and workers)"),
+                ("postgres", "PostgreSQL"),
+                ("load", "load generator"),
+                ("other", "anything else"),
+            ]
+            ours_total = sum(cpu["ours"].values())
+            minimal_total = sum(cpu["minimal"].values())
+            lines += [
+                "The machine's CPU per cycle, by where it went (user + system, ms, medians of "
+                "the runs; `bench.common.cpu_seconds_by_role`):",
+                "",
+                "| | Review Console | minimal app | ratio |",
+                "|---|---:|---:|---:|",
+                *[
+                    f"| {label} | {cpu['ours'][role]:.2f} | {cpu['minimal'][role]:.2f} | "
+                    f"{cpu['ours'][role] / cpu['minimal'][role]:.1f}x |"
+                    if cpu["minimal"][role]
+                    else f"| {label} | {cpu['ours'][role]:.2f} | {cpu['minimal'][role]:.2f} | |"
+                    for role, label in roles
+                ],
+                f"| all | {ours_total:.2f} | {minimal_total:.2f} | "
+                f"{ours_total / minimal_total:.1f}x |",
+                "",
+            ]
+        lines += [
             f"Where a cycle's time goes in our workers ({prof.get('worker_ms_per_cycle')} ms of "
             "worker wall time per cycle, cProfile, logins excluded):",
             "",
