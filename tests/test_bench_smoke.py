@@ -38,7 +38,23 @@ EXPECTED = {
         < r["flush_levels"][0]["pgbench_commits_per_second"]
         and r["all_sealed"]
     ),
-    "web_minimal.py": lambda r: r["ours"] > 0 and r["minimal"] > 0 and r["profile"]["cycles"] > 0,
+    "web_minimal.py": lambda r: (
+        r["ours"] > 0
+        and r["minimal"] > 0
+        and r["profile"]["cycles"] > 0
+        # Both apps' CPU per cycle was read, in the web server and in PostgreSQL.
+        and all(
+            r["cpu_ms_per_cycle"][side][role] > 0
+            for side in ("ours", "minimal")
+            for role in ("web", "postgres")
+        )
+    ),
+    "web_versions.py": lambda r: (
+        r["versions"]["HEAD"]["per_second"] > 0
+        and len(r["versions"]["HEAD"]["commit"]) == 40
+        and r["versions"]["HEAD"]["cpu_ms_per_cycle"]["web"] > 0
+        and r["versions"]["minimal app"]["per_second"] > 0
+    ),
     "web.py": lambda r: (
         r["max"]["cycles"] > 0
         and r["at_90pct"]["pages"]["decide"]["n"] > 0
