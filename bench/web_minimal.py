@@ -156,19 +156,28 @@ def profile(url: str, workers: int, users: int, seconds: float, log: Path) -> di
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--smoke", action="store_true")
-    args = parser.parse_args()
-    users, seconds, reps, stock, workers = (
-        (2, 1.0, 1, 400, 2) if args.smoke else (16, 15.0, 3, 60_000, 4)
-    )
-    db = bench_database(DB, smoke=args.smoke)
+def sizes(*, smoke: bool, seconds: float) -> tuple[int, float, int, int, int]:
+    """B8's reviewers, seconds per run, rounds, stock of items and gunicorn workers."""
+    return (2, 1.0, 1, 400, 2) if smoke else (16, seconds, 3, 60_000, 4)
+
+
+def prepare(base: str, *, smoke: bool, users: int, stock: int) -> tuple[str, str]:
+    """Create the scratch database with B8's queue, reviewers and stock; return (name, URL)."""
+    db = bench_database(base, smoke=smoke)
     url = scratch_database(db)
     from django.db import connection
 
     setup(users, stock)
     connection.close()
+    return db, url
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--smoke", action="store_true")
+    args = parser.parse_args()
+    users, seconds, reps, stock, workers = sizes(smoke=args.smoke, seconds=15.0)
+    db, url = prepare(DB, smoke=args.smoke, users=users, stock=stock)
     log = Path(tempfile.mkstemp(prefix="bench-b8-", suffix=".log")[1])
     results = {"machine": machine(), "smoke": args.smoke, "users": users, "seconds": seconds}
     results["gunicorn_workers"] = workers

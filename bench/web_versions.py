@@ -28,13 +28,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import bench.common as common
 from bench.common import (
     ROOT,
-    bench_database,
     drop_database,
     machine,
-    scratch_database,
     write_results,
 )
-from bench.web_minimal import measure, setup
+from bench.web_minimal import measure, prepare, sizes
 
 DB = "rc_bench_web_versions"
 MINIMAL = "minimal app"
@@ -73,15 +71,8 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
     args.rev = args.rev or ["HEAD"]
-    users, seconds, reps, stock, workers = (
-        (2, 1.0, 1, 400, 2) if args.smoke else (16, 10.0, 3, 60_000, 4)
-    )
-    db = bench_database(DB, smoke=args.smoke)
-    url = scratch_database(db)
-    from django.db import connection
-
-    setup(users, stock)
-    connection.close()
+    users, seconds, reps, stock, workers = sizes(smoke=args.smoke, seconds=10.0)
+    db, url = prepare(DB, smoke=args.smoke, users=users, stock=stock)
     log = Path(tempfile.mkstemp(prefix="bench-versions-", suffix=".log")[1])
     folder = Path(tempfile.mkdtemp(prefix="bench-versions-"))
     trees: dict[str, Path] = {}
