@@ -244,7 +244,7 @@ def cpu_seconds_by_role(group_pid: int) -> dict[str, float]:
             role = "load"
         elif pgid == group_pid:
             role = "web"
-        elif name == "postgres" or name.startswith("postgres:"):
+        elif name == "postgres":  # every server process keeps its binary's name in stat
             role = "postgres"
         else:
             role = "other"
