@@ -11,9 +11,13 @@ Two parts, one log:
   sha256(0x01 | left | right)), and appends a batch whose hash covers the previous batch's
   hash, its position, its size and the root. The first batch chains to the old chain's head.
 
-A decision altered afterwards changes its leaf, so its batch's root; a batch altered changes
-every later batch hash. What the chain alone cannot show (a rewrite with every later hash
-recomputed, or rows cut off the end) a signed checkpoint kept elsewhere shows
+Second-person outcomes (a checker's confirmation or return, a QA review, an adjudication) are
+sealed in the same batches, after the batch's decisions (migration 0020): the log an auditor
+reads is one, and so is its anchor.
+
+A decision or outcome altered afterwards changes its leaf, so its batch's root; a batch altered
+changes every later batch hash. What the chain alone cannot show (a rewrite with every later
+hash recomputed, or rows cut off the end) a signed checkpoint kept elsewhere shows
 (queue_app/checkpoint.py). A Merkle tree also gives a short proof that one decision is in a
 batch (``inclusion_proof``), checkable with the batch root alone.
 """
@@ -103,33 +107,41 @@ def batch_hash(*, prev_hash: str, seq: int, size: int, root: str) -> str:
 
 
 def seal_pending(*, limit: int = SEAL_BATCH_LIMIT) -> int:
-    """Seal committed, unsealed decisions into one new batch; return how many were sealed."""
+    """Seal committed, unsealed decisions and second-person outcomes into one new batch (at
+    most limit of them, decisions first); return how many were sealed."""
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute(sql.TRY_SEAL_LOCK, {"key": SEAL_LOCK_KEY})
             if not cursor.fetchone()[0]:
                 return 0  # another sealer is at it; what it misses, the next round takes
         rows = fetch_dicts(sql.TAKE_UNSEALED, {"limit": limit})
-        if not rows:
+        outcomes = (
+            fetch_dicts(sql.TAKE_UNSEALED_OUTCOMES, {"limit": limit - len(rows)})
+            if len(rows) < limit
+            else []
+        )
+        size = len(rows) + len(outcomes)
+        if not size:
             return 0
         [previous] = fetch_dicts(sql.SEAL_PREDECESSOR, {})
-        root = merkle_root([bytes.fromhex(r["leaf"]) for r in rows]).hex()
+        # The tree's leaves in position order: the decisions, then the outcomes.
+        root = merkle_root([bytes.fromhex(r["leaf"]) for r in (*rows, *outcomes)]).hex()
         seq = previous["seq"] + 1
         fetch_dicts(
             sql.INSERT_BATCH,
             {
                 "seq": seq,
-                "size": len(rows),
+                "size": size,
                 "root": root,
                 "prev_hash": previous["hash"],
-                "batch_hash": batch_hash(
-                    prev_hash=previous["hash"], seq=seq, size=len(rows), root=root
-                ),
+                "batch_hash": batch_hash(prev_hash=previous["hash"], seq=seq, size=size, root=root),
                 "decision_ids": [r["id"] for r in rows],
                 "leaves": [r["leaf"] for r in rows],
+                "outcome_ids": [o["id"] for o in outcomes],
+                "outcome_leaves": [o["leaf"] for o in outcomes],
             },
         )
-    return len(rows)
+    return size
 
 
 def seal_all() -> int:
@@ -150,16 +162,20 @@ class Break:
 
 
 def verify_chain() -> ChainVerification:
-    """Check the old chain, every sealed batch and that no decision is missing; record it."""
+    """Check the old chain, every sealed batch and that no decision or second-person outcome is
+    missing; record it."""
     with connection.cursor() as cursor:
         cursor.execute(sql.COUNT_DECISIONS)
         checked = cursor.fetchone()[0]
+        cursor.execute(sql.COUNT_OUTCOMES)
+        outcomes = cursor.fetchone()[0]
     broken = _first_break()
     if broken is None:
+        also = f" and {outcomes} second-person outcomes" if outcomes else ""
         return ChainVerification.objects.create(
             ok=True,
             checked=checked,
-            message=f"Decision chain verified: {checked} decisions intact.",
+            message=f"Decision chain verified: {checked} decisions{also} intact.",
         )
     return ChainVerification.objects.create(
         ok=False, checked=checked, first_broken_id=broken.decision_id, message=broken.message
@@ -189,14 +205,25 @@ def _first_break() -> Break | None:
             f"Decision chain broken at decision {decision_id}: it is neither sealed nor waiting "
             "to be sealed. Its place in the sealer's list was removed outside the application.",
         )
+    if accounts["first_unaccounted_outcome"] is not None:
+        return Break(
+            None,
+            f"Decision chain broken at {_outcome(accounts['first_unaccounted_outcome'])}: it is "
+            "neither sealed nor waiting to be sealed. Its place in the sealer's list was removed "
+            "outside the application.",
+        )
     return None
+
+
+def _outcome(task_id: int) -> str:
+    return f"the second-person outcome of lane task {task_id}"
 
 
 def _first_broken_batch() -> Break | None:
     [start] = fetch_dicts(sql.OLD_CHAIN_HEAD_HASH, {})
     previous_hash, expected_seq = start["hash"], 1
     for batch in _batches():
-        first = batch.decision_ids[0] if batch.decision_ids else None
+        first = batch.first_decision
         where = f"sealed batch {batch.seq}"
         if batch.seq != expected_seq:
             return Break(first, f"Decision chain broken: {where} follows batch {expected_seq - 1}.")
@@ -209,18 +236,19 @@ def _first_broken_batch() -> Break | None:
         if batch.positions != list(range(batch.size)):
             return Break(
                 first,
-                f"Decision chain broken at {where}: decisions were removed from "
-                "it or its entries were altered.",
+                f"Decision chain broken at {where}: decisions or outcomes were removed "
+                "from it, or its entries were altered.",
             )
-        for decision_id, sealed, now in zip(
-            batch.decision_ids, batch.sealed_leaves, batch.leaves, strict=True
+        for (kind, entry_id), sealed, now in zip(
+            batch.entries, batch.sealed_leaves, batch.leaves, strict=True
         ):
             if sealed != now:
+                decision_id = entry_id if kind == "decision" else None
+                what = f"decision {entry_id}" if decision_id else _outcome(entry_id)
                 return Break(
                     decision_id,
-                    f"Decision chain broken at decision {decision_id} "
-                    f"({where}): its contents no longer match what was sealed; it was "
-                    "altered outside the application.",
+                    f"Decision chain broken at {what} ({where}): its contents no longer match "
+                    "what was sealed; it was altered outside the application.",
                 )
         root = merkle_root([bytes.fromhex(leaf) for leaf in batch.sealed_leaves]).hex()
         if root != batch.root:
@@ -247,9 +275,14 @@ class _Batch:
     prev_hash: str
     hash: str
     positions: list[int]
-    decision_ids: list[int]
+    # ("decision", decision id) or ("outcome", lane task id), in position order.
+    entries: list[tuple[str, int]]
     sealed_leaves: list[str]
     leaves: list[str]
+
+    @property
+    def first_decision(self) -> int | None:
+        return next((i for kind, i in self.entries if kind == "decision"), None)
 
 
 def _batches() -> Iterator[_Batch]:
@@ -257,14 +290,14 @@ def _batches() -> Iterator[_Batch]:
     with transaction.atomic(), connection.chunked_cursor() as cursor:
         cursor.execute(sql.SEALED_LEAVES)
         current: _Batch | None = None
-        for seq, size, root, prev_hash, hash_, position, decision_id, sealed, leaf in cursor:
+        for seq, size, root, prev_hash, hash_, position, kind, entry_id, sealed, leaf in cursor:
             if current is None or current.seq != seq:
                 if current is not None:
                     yield current
                 current = _Batch(seq, size, root, prev_hash, hash_, [], [], [], [])
             if position is not None:
                 current.positions.append(position)
-                current.decision_ids.append(decision_id)
+                current.entries.append((kind, entry_id))
                 current.sealed_leaves.append(sealed)
                 current.leaves.append(leaf)
         if current is not None:

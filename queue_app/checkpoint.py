@@ -11,7 +11,8 @@ below the head, or any rewrite at or before it, fails.
 
 The document lists chains by name: ``decisions``, the per-decision chain of the decisions made
 before sealing began (fixed since), and ``seals``, the batches sealed since (queue_app/chain.py).
-A checkpoint seals what has committed first, so it covers every decision up to its time.
+A checkpoint seals what has committed first, so it covers every decision, and every
+second-person outcome (sealed in the same batches), up to its time.
 """
 
 from __future__ import annotations

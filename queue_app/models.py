@@ -727,7 +727,8 @@ class ChainVerification(models.Model):
 
 
 class ChainBatch(models.Model):
-    """A sealed batch of decisions: a Merkle root over them, chained to the batch before it.
+    """A sealed batch of decisions (and second-person outcomes, after them): a Merkle root over
+    them, chained to the batch before it.
 
     Decisions commit without any chain lock; the sealer (queue_app/chain.py, run by the apply
     worker) gathers the committed, unsealed ones into a batch shortly after. Append-only.
@@ -746,7 +747,7 @@ class ChainBatch(models.Model):
         ordering = ["-seq"]
 
     def __str__(self) -> str:
-        return f"Sealed batch #{self.seq} ({self.size} decisions)"
+        return f"Sealed batch #{self.seq} ({self.size} decisions and outcomes)"
 
 
 class ChainEntry(models.Model):
@@ -779,6 +780,41 @@ class UnsealedDecision(models.Model):
 
     def __str__(self) -> str:
         return f"Decision #{self.decision_id} (unsealed)"
+
+
+class LaneOutcomeEntry(models.Model):
+    """A second person's outcome (a check, QA review or adjudication) in a sealed batch.
+
+    Sealed into the same batches as decisions, after them: its position follows the batch's
+    decisions in one Merkle tree, so one checkpoint anchors both (migration 0020).
+    """
+
+    outcome = models.OneToOneField(
+        "queue_app.LaneOutcome", primary_key=True, on_delete=models.PROTECT, related_name="seal"
+    )
+    batch = models.ForeignKey(ChainBatch, on_delete=models.PROTECT, related_name="outcome_entries")
+    position = models.PositiveIntegerField()
+    # The leaf as sealed (as ChainEntry.leaf).
+    leaf = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["batch", "position"], name="laneoutcomeentry_position")
+        ]
+
+    def __str__(self) -> str:
+        return f"Outcome of lane task #{self.outcome_id} at {self.batch_id}/{self.position}"
+
+
+class UnsealedLaneOutcome(models.Model):
+    """Work for the sealer: a committed lane outcome not yet in a batch (written by a trigger)."""
+
+    outcome = models.OneToOneField(
+        "queue_app.LaneOutcome", primary_key=True, on_delete=models.PROTECT, related_name="+"
+    )
+
+    def __str__(self) -> str:
+        return f"Outcome of lane task #{self.outcome_id} (unsealed)"
 
 
 class ApiScope(models.TextChoices):

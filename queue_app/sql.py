@@ -432,6 +432,7 @@ SELECT id, chain_seq, chain_hash, expected
 """
 
 COUNT_DECISIONS = "SELECT count(*) FROM queue_app_decision"
+COUNT_OUTCOMES = "SELECT count(*) FROM queue_app_laneoutcome"
 
 # The heads of both chains and the database clock, for a signed checkpoint: the per-decision
 # chain's last link (fixed since sealing began) and the last sealed batch. Two index lookups.
@@ -475,6 +476,19 @@ SELECT d.id, queue_app_decision_leaf(d) AS leaf
  ORDER BY d.id
 """
 
+# The same for second-person outcomes (migration 0020), sealed after the batch's decisions.
+TAKE_UNSEALED_OUTCOMES = """
+WITH taken AS (
+    DELETE FROM queue_app_unsealedlaneoutcome
+     WHERE outcome_id IN (SELECT outcome_id FROM queue_app_unsealedlaneoutcome
+                           ORDER BY outcome_id LIMIT %(limit)s)
+ RETURNING outcome_id
+)
+SELECT o.task_id AS id, queue_app_laneoutcome_leaf(o) AS leaf
+  FROM queue_app_laneoutcome AS o JOIN taken ON taken.outcome_id = o.task_id
+ ORDER BY o.task_id
+"""
+
 # The batch a new seal chains to: the last batch, or (for the first batch) the head of the
 # per-decision chain.
 SEAL_PREDECESSOR = """
@@ -487,30 +501,47 @@ SELECT coalesce(
          '') AS hash
 """
 
-# Record a sealed batch and its entries (one row per decision, its leaf position) in one
-# statement.
+# Record a sealed batch and its entries in one statement: one row per decision at its leaf
+# position, then one per second-person outcome, its positions following the decisions'.
 INSERT_BATCH = """
 WITH batch AS (
     INSERT INTO queue_app_chainbatch (seq, size, merkle_root, prev_hash, batch_hash, sealed_at)
     VALUES (%(seq)s, %(size)s, %(root)s, %(prev_hash)s, %(batch_hash)s, now())
  RETURNING seq
+), decisions AS (
+    INSERT INTO queue_app_chainentry (decision_id, batch_id, position, leaf)
+    SELECT decision_id, (SELECT seq FROM batch), position - 1, leaf
+      FROM unnest(%(decision_ids)s::bigint[], %(leaves)s::text[])
+           WITH ORDINALITY AS e (decision_id, leaf, position)
+), outcomes AS (
+    INSERT INTO queue_app_laneoutcomeentry (outcome_id, batch_id, position, leaf)
+    SELECT outcome_id, (SELECT seq FROM batch),
+           cardinality(%(decision_ids)s::bigint[]) + position - 1, leaf
+      FROM unnest(%(outcome_ids)s::bigint[], %(outcome_leaves)s::text[])
+           WITH ORDINALITY AS e (outcome_id, leaf, position)
 )
-INSERT INTO queue_app_chainentry (decision_id, batch_id, position, leaf)
-SELECT decision_id, (SELECT seq FROM batch), position - 1, leaf
-  FROM unnest(%(decision_ids)s::bigint[], %(leaves)s::text[])
-       WITH ORDINALITY AS e (decision_id, leaf, position)
+SELECT seq FROM batch
 """
 
-# Every sealed batch with its entries, in order, for verification: each entry's leaf as sealed
-# and as recomputed from the decision now (an altered decision no longer matches its sealed
-# leaf; altered sealed leaves no longer give the batch's root). Streams through a server-side
-# cursor.
+# Every sealed batch with its entries, in order, for verification: each entry (a decision, or
+# a second-person outcome named by its task) with its leaf as sealed and as recomputed from
+# the row now (an altered row no longer matches its sealed leaf; altered sealed leaves no
+# longer give the batch's root). Streams through a server-side cursor.
 SEALED_LEAVES = """
 SELECT b.seq, b.size, b.merkle_root, b.prev_hash, b.batch_hash,
-       e.position, e.decision_id, e.leaf AS sealed_leaf, queue_app_decision_leaf(d) AS leaf
+       e.position, e.kind, e.entry_id, e.sealed_leaf, e.leaf
   FROM queue_app_chainbatch AS b
-  LEFT JOIN queue_app_chainentry AS e ON e.batch_id = b.seq
-  LEFT JOIN queue_app_decision AS d ON d.id = e.decision_id
+  LEFT JOIN (
+        SELECT ce.batch_id, ce.position, 'decision' AS kind, ce.decision_id AS entry_id,
+               ce.leaf AS sealed_leaf, queue_app_decision_leaf(d) AS leaf
+          FROM queue_app_chainentry AS ce
+          LEFT JOIN queue_app_decision AS d ON d.id = ce.decision_id
+        UNION ALL
+        SELECT oe.batch_id, oe.position, 'outcome', oe.outcome_id,
+               oe.leaf, queue_app_laneoutcome_leaf(o)
+          FROM queue_app_laneoutcomeentry AS oe
+          LEFT JOIN queue_app_laneoutcome AS o ON o.task_id = oe.outcome_id
+       ) AS e ON e.batch_id = b.seq
  ORDER BY b.seq, e.position
 """
 
@@ -520,17 +551,23 @@ SELECT coalesce((SELECT chain_hash FROM queue_app_decision WHERE chain_seq IS NO
                   ORDER BY chain_seq DESC LIMIT 1), '') AS hash
 """
 
-# A sealed decision's batch and the sealed leaves of that batch, for an inclusion proof.
+# A sealed decision's batch and the sealed leaves of that batch (its decisions' and its
+# outcomes'), for an inclusion proof.
 INCLUSION_PROOF = """
 SELECT e.batch_id AS seq, e.position, b.size, b.merkle_root, b.batch_hash,
-       (SELECT array_agg(e2.leaf ORDER BY e2.position)
-          FROM queue_app_chainentry AS e2 WHERE e2.batch_id = e.batch_id) AS leaves
+       (SELECT array_agg(all_entries.leaf ORDER BY all_entries.position)
+          FROM (SELECT e2.leaf, e2.position FROM queue_app_chainentry AS e2
+                 WHERE e2.batch_id = e.batch_id
+                UNION ALL
+                SELECT o2.leaf, o2.position FROM queue_app_laneoutcomeentry AS o2
+                 WHERE o2.batch_id = e.batch_id) AS all_entries) AS leaves
   FROM queue_app_chainentry AS e JOIN queue_app_chainbatch AS b ON b.seq = e.batch_id
  WHERE e.decision_id = %(decision_id)s
 """
 
-# Decisions neither in the old chain, nor sealed, nor waiting to be: someone removed the row
-# that queued them. Also the oldest still waiting, to tell a stopped sealer from a busy one.
+# Decisions neither in the old chain, nor sealed, nor waiting to be, and second-person outcomes
+# neither sealed nor waiting: someone removed the row that queued them. Also the oldest
+# decision still waiting, to tell a stopped sealer from a busy one.
 UNACCOUNTED_DECISIONS = """
 SELECT
   (SELECT min(d.id) FROM queue_app_decision AS d
@@ -538,6 +575,11 @@ SELECT
       AND NOT EXISTS (SELECT 1 FROM queue_app_chainentry AS e WHERE e.decision_id = d.id)
       AND NOT EXISTS (SELECT 1 FROM queue_app_unsealeddecision AS u WHERE u.decision_id = d.id)
   ) AS first_unaccounted,
+  (SELECT min(o.task_id) FROM queue_app_laneoutcome AS o
+    WHERE NOT EXISTS (SELECT 1 FROM queue_app_laneoutcomeentry AS e WHERE e.outcome_id = o.task_id)
+      AND NOT EXISTS (SELECT 1 FROM queue_app_unsealedlaneoutcome AS u
+                       WHERE u.outcome_id = o.task_id)
+  ) AS first_unaccounted_outcome,
   (SELECT count(*) FROM queue_app_unsealeddecision) AS waiting,
   (SELECT min(d.created_at) FROM queue_app_unsealeddecision AS u
      JOIN queue_app_decision AS d ON d.id = u.decision_id) AS oldest_waiting

@@ -86,22 +86,28 @@ def as_owner_without_triggers(statements: list[tuple[str, list]]) -> None:
             cursor.execute(f"ALTER TABLE {table} ENABLE TRIGGER USER")
 
 
+SEAL_TABLES = ("queue_app_chainentry", "queue_app_laneoutcomeentry", "queue_app_chainbatch")
+
+
 def reseal_everything() -> None:
     """Recompute every sealed leaf, root and batch hash, as a careful forger would."""
     with connection.cursor() as cursor:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        cursor.execute("ALTER TABLE queue_app_chainentry DISABLE TRIGGER USER")
-        cursor.execute("ALTER TABLE queue_app_chainbatch DISABLE TRIGGER USER")
+        for table in SEAL_TABLES:
+            cursor.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
         cursor.execute(
             "UPDATE queue_app_chainentry AS e SET leaf = queue_app_decision_leaf(d) "
             "FROM queue_app_decision AS d WHERE d.id = e.decision_id"
         )
+        cursor.execute(
+            "UPDATE queue_app_laneoutcomeentry AS e SET leaf = queue_app_laneoutcome_leaf(o) "
+            "FROM queue_app_laneoutcome AS o WHERE o.task_id = e.outcome_id"
+        )
         previous = ""
         for batch in ChainBatch.objects.order_by("seq"):
-            leaves = [
-                bytes.fromhex(leaf)
-                for leaf in batch.entries.order_by("position").values_list("leaf", flat=True)
-            ]
+            entries = [*batch.entries.values_list("position", "leaf")]
+            entries += batch.outcome_entries.values_list("position", "leaf")
+            leaves = [bytes.fromhex(leaf) for _, leaf in sorted(entries)]
             root = merkle_root(leaves).hex()
             new_hash = batch_hash(prev_hash=previous, seq=batch.seq, size=batch.size, root=root)
             cursor.execute(
@@ -110,8 +116,8 @@ def reseal_everything() -> None:
                 [root, previous, new_hash, batch.seq],
             )
             previous = new_hash
-        cursor.execute("ALTER TABLE queue_app_chainentry ENABLE TRIGGER USER")
-        cursor.execute("ALTER TABLE queue_app_chainbatch ENABLE TRIGGER USER")
+        for table in SEAL_TABLES:
+            cursor.execute(f"ALTER TABLE {table} ENABLE TRIGGER USER")
 
 
 def test_the_checkpoint_seals_first_and_names_the_last_batch(queue, alice, tmp_path):

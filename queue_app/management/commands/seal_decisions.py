@@ -1,4 +1,5 @@
-"""Seal committed decisions into the chain now (the apply worker does this continuously)."""
+"""Seal committed decisions and second-person outcomes into the chain now (the apply worker
+does this continuously)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from queue_app.chain import inclusion_proof, seal_all
 
 class Command(BaseCommand):
     help = (
-        "Seal every committed, unsealed decision into batches; with --prove ID, print the "
+        "Seal every committed, unsealed decision and second-person outcome (check, QA review, "
+        "adjudication) into batches; with --prove ID, print the "
         "Merkle inclusion proof of one sealed decision instead."
     )
 
@@ -30,4 +32,4 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(proof, indent=2))
             return
         sealed = seal_all()
-        self.stdout.write(self.style.SUCCESS(f"Sealed {sealed} decisions."))
+        self.stdout.write(self.style.SUCCESS(f"Sealed {sealed} decisions and outcomes."))

@@ -13,7 +13,8 @@ from queue_app.chain import verify_chain
 
 class Command(BaseCommand):
     help = (
-        "Verify the tamper-evident hash chain over all decisions; with --checkpoint, also prove "
+        "Verify the tamper-evident hash chain over all decisions and second-person outcomes; "
+        "with --checkpoint, also prove "
         "the log still extends a signed checkpoint. Exit non-zero if either fails."
     )
 

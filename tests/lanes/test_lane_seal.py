@@ -1,0 +1,202 @@
+"""Second-person outcomes in the sealed log: sealed with the decisions, verified with them, and
+anchored by the same checkpoint (migration 0020).
+
+The attacks are carried out for real, with the append-only triggers switched off the way an
+owner of the database could.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+from django.core.management.base import CommandError
+from django.db import connection, transaction
+
+from queue_app import checkpoint
+from queue_app.chain import inclusion_proof, root_from_path, seal_all, verify_chain
+from queue_app.models import (
+    ChainBatch,
+    ChainEntry,
+    LaneOutcome,
+    LaneOutcomeEntry,
+    UnsealedLaneOutcome,
+)
+from queue_app.services import claim_lane_task, confirm_check
+from tests.lanes.conftest import decide_one
+from tests.test_checkpoint import reseal_everything, verify, write_checkpoint
+
+pytestmark = pytest.mark.django_db
+
+seal_migration = importlib.import_module("queue_app.migrations.0020_seal_lane_outcomes")
+
+
+def confirmed(queue, maker, checker) -> LaneOutcome:
+    """A decision that needs a check (1500.00 is over the queue's threshold), confirmed."""
+    decision = decide_one(queue, maker)
+    task = claim_lane_task(queue=queue, kind="check", user=checker)
+    assert task is not None and task.decision_id == decision.pk
+    return confirm_check(task_id=task.pk, user=checker, lease_token=task.lease_token)
+
+
+def as_owner(statement: str, params: list) -> None:
+    """Run a statement with every trigger of the log's tables off, foreign keys' too (an owner
+    who is a superuser can, and a careful forger keeps the fence's key consistent anyway)."""
+    tables = (
+        "queue_app_laneoutcome",
+        "queue_app_lanetask",
+        "queue_app_laneoutcomeentry",
+        "queue_app_chainbatch",
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        for table in tables:
+            cursor.execute(f"ALTER TABLE {table} DISABLE TRIGGER ALL")
+        cursor.execute(statement, params)
+        for table in tables:
+            cursor.execute(f"ALTER TABLE {table} ENABLE TRIGGER ALL")
+
+
+def test_an_outcome_is_sealed_after_the_decisions_of_its_batch(checked_queue, alice, carol):
+    outcome = confirmed(checked_queue, alice, carol)
+    assert UnsealedLaneOutcome.objects.filter(outcome=outcome).exists()
+
+    assert seal_all() == 2  # the maker's decision and the checker's confirmation
+    batch = ChainBatch.objects.get()
+    entry = LaneOutcomeEntry.objects.get(outcome=outcome)
+    assert (batch.size, entry.batch_id, entry.position) == (2, batch.seq, 1)
+    assert ChainEntry.objects.get(decision_id=outcome.task.decision_id).position == 0
+    assert not UnsealedLaneOutcome.objects.exists()
+    result = verify_chain()
+    assert result.ok, result.message
+    assert "1 decisions and 1 second-person outcomes intact" in result.message
+
+
+def test_a_decisions_inclusion_proof_covers_the_outcomes_in_its_batch(
+    checked_queue, alice, bob, carol
+):
+    first = confirmed(checked_queue, alice, carol)
+    second = confirmed(checked_queue, bob, carol)
+    seal_all()
+    batch = ChainBatch.objects.get()
+    assert batch.size == 4 and batch.outcome_entries.count() == 2
+    for decision_id in (first.task.decision_id, second.task.decision_id):
+        proof = inclusion_proof(decision_id)
+        root = root_from_path(
+            bytes.fromhex(proof["leaf"]),
+            proof["index"],
+            proof["size"],
+            [bytes.fromhex(h) for h in proof["path"]],
+        )
+        assert root.hex() == batch.merkle_root
+
+
+@pytest.mark.parametrize(
+    "rewrite",
+    [
+        # Someone else confirmed it.
+        "UPDATE queue_app_laneoutcome SET actor_id = %(other)s, actor_username = 'bob' "
+        "WHERE task_id = %(task)s",
+        # The check was of another decision.
+        "UPDATE queue_app_lanetask SET maker_id = %(other)s WHERE id = %(task)s",
+        # A different time.
+        "UPDATE queue_app_laneoutcome SET created_at = created_at - interval '1 day' "
+        "WHERE task_id = %(task)s",
+    ],
+    ids=["actor", "task's maker", "time"],
+)
+def test_a_rewritten_outcome_breaks_the_chain_at_it(checked_queue, alice, bob, carol, rewrite):
+    outcome = confirmed(checked_queue, alice, carol)
+    seal_all()
+    as_owner(rewrite, {"other": bob.pk, "task": outcome.pk})
+    result = verify_chain()
+    assert not result.ok
+    assert f"second-person outcome of lane task {outcome.pk} (sealed batch 1)" in result.message
+    assert "altered outside the application" in result.message
+
+
+def test_a_removed_outcome_breaks_its_batch(checked_queue, alice, carol):
+    outcome = confirmed(checked_queue, alice, carol)
+    seal_all()
+    as_owner("DELETE FROM queue_app_laneoutcomeentry WHERE outcome_id = %s", [outcome.pk])
+    result = verify_chain()
+    assert not result.ok
+    assert "outcomes were removed" in result.message
+
+
+def test_an_outcome_taken_off_the_sealers_list_is_reported(checked_queue, alice, carol):
+    outcome = confirmed(checked_queue, alice, carol)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "DELETE FROM queue_app_unsealedlaneoutcome WHERE outcome_id = %s", [outcome.pk]
+        )
+    result = verify_chain()
+    assert not result.ok
+    assert f"lane task {outcome.pk}: it is neither sealed nor waiting" in result.message
+
+
+def test_an_unsealed_outcome_is_accounted_for(checked_queue, alice, carol):
+    confirmed(checked_queue, alice, carol)
+    assert verify_chain().ok
+
+
+def test_outcome_entries_are_append_only(checked_queue, alice, carol):
+    confirmed(checked_queue, alice, carol)
+    seal_all()
+    with connection.cursor() as cursor:
+        # TRUNCATE refuses to run while the test's own inserts have foreign-key checks pending.
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    for statement in (
+        "UPDATE queue_app_laneoutcomeentry SET position = 0",
+        "UPDATE queue_app_laneoutcomeentry SET leaf = repeat('0', 64)",
+        "DELETE FROM queue_app_laneoutcomeentry",
+        "TRUNCATE queue_app_laneoutcomeentry",
+    ):
+        with (
+            pytest.raises(Exception, match="append-only"),
+            transaction.atomic(),
+            connection.cursor() as cursor,
+        ):
+            cursor.execute(statement)
+
+
+def test_the_migration_queues_the_outcomes_recorded_before_it(checked_queue, alice, bob, carol):
+    sealed = confirmed(checked_queue, alice, carol)
+    seal_all()
+    older = confirmed(checked_queue, bob, carol)
+    # As before 0020: no trigger had queued it.
+    UnsealedLaneOutcome.objects.filter(outcome=older).delete()
+
+    with connection.cursor() as cursor:
+        cursor.execute(seal_migration.QUEUE_EXISTING_OUTCOMES)
+        cursor.execute(seal_migration.QUEUE_EXISTING_OUTCOMES)  # and once more: no duplicate
+
+    assert list(UnsealedLaneOutcome.objects.values_list("outcome_id", flat=True)) == [older.pk]
+    assert not UnsealedLaneOutcome.objects.filter(outcome=sealed).exists()
+    assert seal_all() == 2  # the second maker's decision and the older outcome
+    assert verify_chain().ok
+
+
+def test_a_checkpoint_catches_an_outcome_rewritten_with_every_hash_recomputed(
+    checked_queue, alice, bob, carol, settings, tmp_path
+):
+    private, public = checkpoint.generate_key()
+    settings.REVIEW_CHECKPOINT_KEY = private
+    settings.REVIEW_CHECKPOINT_PUBLIC_KEY = public
+    settings.REVIEW_CHECKPOINT_DIR = tmp_path / "checkpoints"
+    settings.REVIEW_CHECKPOINT_WEBHOOK = ""
+    outcome = confirmed(checked_queue, alice, carol)
+    path = write_checkpoint(tmp_path)  # seals the decision and the confirmation first
+    assert LaneOutcomeEntry.objects.filter(outcome=outcome).exists()
+
+    as_owner(
+        "UPDATE queue_app_laneoutcome SET actor_id = %(other)s, actor_username = 'bob' "
+        "WHERE task_id = %(task)s",
+        {"other": bob.pk, "task": outcome.pk},
+    )
+    assert not verify_chain().ok
+    reseal_everything()
+    # Every leaf, root and batch hash agrees with the forged row: the chain alone is fooled.
+    assert verify_chain().ok
+    with pytest.raises(CommandError, match="Rewritten"):
+        verify(path)
