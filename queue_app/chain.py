@@ -309,13 +309,23 @@ def _batches() -> Iterator[_Batch]:
 
 def inclusion_proof(decision_id: int) -> dict[str, object] | None:
     """Return the proof that a sealed decision is in its batch, or None if not sealed yet."""
-    rows = fetch_dicts(sql.INCLUSION_PROOF, {"decision_id": decision_id})
+    return _proof({"decision_id": decision_id, "outcome_id": None}, ("decision_id", decision_id))
+
+
+def outcome_inclusion_proof(task_id: int) -> dict[str, object] | None:
+    """Return the proof that a lane task's sealed outcome is in its batch, or None if not
+    sealed yet."""
+    return _proof({"decision_id": None, "outcome_id": task_id}, ("lane_task_id", task_id))
+
+
+def _proof(params: dict[str, int | None], named: tuple[str, int]) -> dict[str, object] | None:
+    rows = fetch_dicts(sql.INCLUSION_PROOF, params)
     if not rows:
         return None
     row = rows[0]
     leaves = [bytes.fromhex(leaf) for leaf in row["leaves"]]
     return {
-        "decision_id": decision_id,
+        named[0]: named[1],
         "batch": row["seq"],
         "index": row["position"],
         "size": row["size"],

@@ -551,18 +551,23 @@ SELECT coalesce((SELECT chain_hash FROM queue_app_decision WHERE chain_seq IS NO
                   ORDER BY chain_seq DESC LIMIT 1), '') AS hash
 """
 
-# A sealed decision's batch and the sealed leaves of that batch (its decisions' and its
-# outcomes'), for an inclusion proof.
+# A sealed entry's batch and the sealed leaves of that batch (its decisions' and its
+# outcomes'), for an inclusion proof: the entry is a decision (%(decision_id)s) or a
+# second-person outcome (%(outcome_id)s, its lane task); the other parameter is NULL.
 INCLUSION_PROOF = """
-SELECT e.batch_id AS seq, e.position, b.size, b.merkle_root, b.batch_hash,
+WITH target AS (
+    SELECT batch_id, position FROM queue_app_chainentry WHERE decision_id = %(decision_id)s
+    UNION ALL
+    SELECT batch_id, position FROM queue_app_laneoutcomeentry WHERE outcome_id = %(outcome_id)s
+)
+SELECT t.batch_id AS seq, t.position, b.size, b.merkle_root, b.batch_hash,
        (SELECT array_agg(all_entries.leaf ORDER BY all_entries.position)
           FROM (SELECT e2.leaf, e2.position FROM queue_app_chainentry AS e2
-                 WHERE e2.batch_id = e.batch_id
+                 WHERE e2.batch_id = t.batch_id
                 UNION ALL
                 SELECT o2.leaf, o2.position FROM queue_app_laneoutcomeentry AS o2
-                 WHERE o2.batch_id = e.batch_id) AS all_entries) AS leaves
-  FROM queue_app_chainentry AS e JOIN queue_app_chainbatch AS b ON b.seq = e.batch_id
- WHERE e.decision_id = %(decision_id)s
+                 WHERE o2.batch_id = t.batch_id) AS all_entries) AS leaves
+  FROM target AS t JOIN queue_app_chainbatch AS b ON b.seq = t.batch_id
 """
 
 # Decisions neither in the old chain, nor sealed, nor waiting to be, and second-person outcomes

@@ -8,8 +8,11 @@ owner of the database could.
 from __future__ import annotations
 
 import importlib
+import json
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection, transaction
 
@@ -200,3 +203,30 @@ def test_a_checkpoint_catches_an_outcome_rewritten_with_every_hash_recomputed(
     assert verify_chain().ok
     with pytest.raises(CommandError, match="Rewritten"):
         verify(path)
+
+
+def test_a_sealed_outcome_has_an_inclusion_proof(checked_queue, alice, bob, carol):
+    outcomes = [confirmed(checked_queue, maker, carol) for maker in (alice, bob)]
+    with pytest.raises(CommandError, match=f"Lane task {outcomes[0].pk} has no sealed outcome"):
+        call_command("seal_decisions", "--prove-outcome", str(outcomes[0].pk))
+    seal_all()
+    out = StringIO()
+    call_command("seal_decisions", "--prove-outcome", str(outcomes[0].pk), stdout=out)
+    proof = json.loads(out.getvalue())
+    root = root_from_path(
+        bytes.fromhex(proof["leaf"]),
+        proof["index"],
+        proof["size"],
+        [bytes.fromhex(h) for h in proof["path"]],
+    )
+    assert (proof["lane_task_id"], proof["index"], proof["size"]) == (outcomes[0].pk, 2, 4)
+    assert root.hex() == proof["root"] == ChainBatch.objects.get().merkle_root
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT queue_app_laneoutcome_leaf(o) FROM queue_app_laneoutcome AS o "
+            "WHERE task_id = %s",
+            [outcomes[0].pk],
+        )
+        assert cursor.fetchone()[0] == proof["leaf"]
+    with pytest.raises(CommandError, match="not allowed with argument"):
+        call_command("seal_decisions", "--prove", "1", "--prove-outcome", str(outcomes[0].pk))

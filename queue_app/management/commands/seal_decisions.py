@@ -8,18 +8,20 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from queue_app.chain import inclusion_proof, seal_all
+from queue_app.chain import inclusion_proof, outcome_inclusion_proof, seal_all
 
 
 class Command(BaseCommand):
     help = (
         "Seal every committed, unsealed decision and second-person outcome (check, QA review, "
-        "adjudication) into batches; with --prove ID, print the "
-        "Merkle inclusion proof of one sealed decision instead."
+        "adjudication) into batches; with --prove ID (or --prove-outcome TASK_ID), print the "
+        "Merkle inclusion proof of one sealed decision (or lane task's outcome) instead."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--prove", type=int, metavar="DECISION_ID")
+        proofs = parser.add_mutually_exclusive_group()
+        proofs.add_argument("--prove", type=int, metavar="DECISION_ID")
+        proofs.add_argument("--prove-outcome", type=int, metavar="TASK_ID")
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["prove"] is not None:
@@ -28,6 +30,15 @@ class Command(BaseCommand):
                 raise CommandError(
                     f"Decision {options['prove']} is not sealed (it does not exist, was made "
                     "before sealing began, or is waiting for the sealer)."
+                )
+            self.stdout.write(json.dumps(proof, indent=2))
+            return
+        if options["prove_outcome"] is not None:
+            proof = outcome_inclusion_proof(options["prove_outcome"])
+            if proof is None:
+                raise CommandError(
+                    f"Lane task {options['prove_outcome']} has no sealed outcome (it does not "
+                    "exist, is not done, or its outcome is waiting for the sealer)."
                 )
             self.stdout.write(json.dumps(proof, indent=2))
             return
