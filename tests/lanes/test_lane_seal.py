@@ -12,12 +12,19 @@ import json
 from io import StringIO
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection, transaction
 
 from queue_app import checkpoint
-from queue_app.chain import inclusion_proof, root_from_path, seal_all, verify_chain
+from queue_app.chain import (
+    inclusion_proof,
+    root_from_path,
+    seal_all,
+    seal_pending,
+    verify_chain,
+)
 from queue_app.models import (
     ChainBatch,
     ChainEntry,
@@ -26,7 +33,8 @@ from queue_app.models import (
     UnsealedLaneOutcome,
 )
 from queue_app.services import claim_lane_task, confirm_check
-from tests.lanes.conftest import decide_one
+from tests.conftest import run_in_threads
+from tests.lanes.conftest import bulk_checks, decide_one
 from tests.test_checkpoint import reseal_everything, verify, write_checkpoint
 
 pytestmark = pytest.mark.django_db
@@ -230,3 +238,39 @@ def test_a_sealed_outcome_has_an_inclusion_proof(checked_queue, alice, bob, caro
         assert cursor.fetchone()[0] == proof["leaf"]
     with pytest.raises(CommandError, match="not allowed with argument"):
         call_command("seal_decisions", "--prove", "1", "--prove-outcome", str(outcomes[0].pk))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_outcomes_confirmed_while_sealers_run_are_each_sealed_once(
+    checked_queue, alice, reviewers_group
+):
+    bulk_checks(checked_queue, alice, 60)
+    checkers = [User.objects.create_user(f"checker{i}") for i in range(4)]
+    for user in checkers:
+        user.groups.add(reviewers_group)
+
+    def work(i: int) -> int:
+        me, done = checkers[i], 0
+        while (task := claim_lane_task(queue=checked_queue, kind="check", user=me)) is not None:
+            confirm_check(task_id=task.pk, user=me, lease_token=task.lease_token)
+            done += 1
+            if done % 4 == i % 4:
+                seal_pending()  # sealers racing the checkers and each other
+        return done
+
+    assert sum(run_in_threads(4, work)) == 60
+    seal_all()
+    assert LaneOutcomeEntry.objects.count() == LaneOutcome.objects.count() == 60
+    assert not UnsealedLaneOutcome.objects.exists()
+    # Each batch's positions are its decisions' and then its outcomes', without a gap.
+    for batch in ChainBatch.objects.all():
+        positions = sorted(
+            [
+                *batch.entries.values_list("position", flat=True),
+                *batch.outcome_entries.values_list("position", flat=True),
+            ]
+        )
+        assert positions == list(range(batch.size))
+    result = verify_chain()
+    assert result.ok, result.message
+    assert "60 decisions and 60 second-person outcomes intact" in result.message
