@@ -85,6 +85,27 @@ UPDATE queue_app_lanetask
 RETURNING id
 """
 
+# Extend a task's lease while its page is open (the page's heartbeat), fenced by the token: a
+# tab whose task was taken over renews nothing. A lapsed lease nobody re-claimed is still the
+# holder's, as for review items (sql.RENEW_LEASE). Who may hold it is checked again here: a
+# check or QA task needs the queue's review access, as the claim does; an adjudication needs
+# can_overturn, which the service reads from Django's permissions (%(may_adjudicate)s). The
+# lease TTL is the queue's, as when it was claimed.
+RENEW_LANE_TASK = (
+    """
+UPDATE queue_app_lanetask AS t
+   SET lease_expires = now() + q.lease_ttl
+  FROM queue_app_queue AS q
+ WHERE t.id = %(task_id)s AND q.id = t.queue_id AND t.state = 'open'
+   AND t.lease_token = %(lease_token)s AND t.lease_owner_id = %(owner_id)s
+   AND CASE WHEN t.kind = 'adjudication' THEN %(may_adjudicate)s
+            ELSE """
+    + _MAY_REVIEW.format(queue="t.queue_id")
+    + """ END
+RETURNING t.lease_expires
+"""
+)
+
 # The task a fenced finish is about, with what the service must check before writing: the
 # item's evidence now, the decision's verdict, reason and evidence hash. Locks the task and the
 # item (in that order, the order every finish takes): a confirmation racing a return of the

@@ -34,4 +34,5 @@ urlpatterns = [
     path("lanes/<int:task_id>/qa/", lanes.lane_qa, name="lane-qa"),
     path("lanes/<int:task_id>/adjudicate/", lanes.lane_adjudicate, name="lane-adjudicate"),
     path("lanes/<int:task_id>/release/", lanes.lane_release, name="lane-release"),
+    path("lanes/<int:task_id>/renew/", lanes.lane_renew, name="lane-renew"),
 ]

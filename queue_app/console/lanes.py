@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
@@ -18,7 +18,14 @@ from django.views.decorators.http import require_GET
 from queue_app.console.attachment_cards import attachment_cards
 from queue_app.console.evidence import evidence_view
 from queue_app.console.views import Refusal, _queue_for, console_view, post_only
-from queue_app.errors import EvidenceChanged, InvalidBounds, InvalidReason, ReviewError, StaleLease
+from queue_app.errors import (
+    EvidenceChanged,
+    InvalidBounds,
+    InvalidReason,
+    NotPermitted,
+    ReviewError,
+    StaleLease,
+)
 from queue_app.evidence import item_evidence_hash
 from queue_app.forms import LeaseForm
 from queue_app.lanes import QA_VERDICTS
@@ -31,6 +38,7 @@ from queue_app.services import (
     lane_task_for,
     record_qa_review,
     release_lane_task,
+    renew_lane_task,
     return_check,
     user_lane_kinds,
 )
@@ -105,6 +113,7 @@ def _context(request: HttpRequest, task: LaneTask, **more: Any) -> dict[str, Any
         "mine": mine,
         "lease_token": task.lease_token if mine else None,
         "expires_in": int(max((task.lease_expires - now).total_seconds(), 0)) if mine else 0,
+        "ttl_seconds": int(task.queue.lease_ttl.total_seconds()),
         # Blind QA: the first verdict, reason, note and reviewer are not in the context at all
         # (so no template slip can show them); checks and adjudications show the decision.
         "decision": None if task.kind == LaneKind.QA else decision,
@@ -263,6 +272,39 @@ def lane_adjudicate(request: HttpRequest, task_id: int) -> HttpResponse:
         ),
         f"Adjudicated item #{task.item_id}.",
     )
+
+
+@post_only
+@console_view
+def lane_renew(request: HttpRequest, task_id: int) -> HttpResponse:
+    """Extend my lease of a task: JSON for the page's heartbeat, a redirect for a plain post."""
+    wants_json = "application/json" in request.headers.get("Accept", "")
+    try:
+        task = _task_for(request, task_id)
+    except Refusal as refusal:
+        if wants_json:
+            return JsonResponse({"ok": False, "message": refusal.message}, status=refusal.status)
+        raise
+    try:
+        expires = renew_lane_task(
+            task_id=task.pk, user=request.user, lease_token=_token(request, task)
+        )
+    except NotPermitted as exc:
+        if wants_json:
+            return JsonResponse({"ok": False, "message": exc.message}, status=403)
+        raise
+    except StaleLease as exc:
+        if wants_json:
+            return JsonResponse({"ok": False, "message": exc.message}, status=409)
+        messages.error(request, exc.message)
+        return redirect("lane-task", task_id=task.pk)
+    if wants_json:
+        remaining = max((expires - timezone.now()).total_seconds(), 0.0)
+        return JsonResponse(
+            {"ok": True, "expires": expires.isoformat(), "expires_in": round(remaining, 1)}
+        )
+    messages.info(request, f"Your lease of the {LANE_NAMES[task.kind].lower()} task was renewed.")
+    return redirect("lane-task", task_id=task.pk)
 
 
 @post_only

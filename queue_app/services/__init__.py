@@ -39,6 +39,7 @@ from queue_app.services.lanes import (
     lanes_for_user,
     record_qa_review,
     release_lane_task,
+    renew_lane_task,
     return_check,
     user_lane_kinds,
 )
@@ -94,6 +95,7 @@ __all__ = [
     "record_reveal",
     "release_lane_task",
     "release_lease",
+    "renew_lane_task",
     "renew_lease",
     "replace_evidence",
     "resume_hold",

@@ -8,6 +8,7 @@ reviewer QA-ing their own (migration 0011); the checks here only say it in words
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -122,6 +123,26 @@ def release_lane_task(*, task_id: int, user: User, lease_token: uuid.UUID | str)
     )
     if not rows:
         raise StaleLease(_stale_message(task_id))
+
+
+def renew_lane_task(*, task_id: int, user: User, lease_token: uuid.UUID | str) -> datetime:
+    """Extend the user's lease of a task by its queue's lease TTL; return the new expiry."""
+    kinds = user_lane_kinds(user=user)
+    if not kinds:
+        raise NotPermitted("You do not have access to this lane.")
+    rows = fetch_dicts(
+        sql_lanes.RENEW_LANE_TASK,
+        {
+            "task_id": task_id,
+            "lease_token": parse_token(lease_token),
+            "owner_id": user.pk,
+            "is_superuser": user.is_superuser,
+            "may_adjudicate": LaneKind.ADJUDICATION in kinds,
+        },
+    )
+    if not rows:
+        raise StaleLease(_stale_message(task_id))
+    return rows[0]["lease_expires"]
 
 
 def _note(note: str) -> str:
@@ -437,6 +458,7 @@ __all__ = [
     "lanes_for_user",
     "record_qa_review",
     "release_lane_task",
+    "renew_lane_task",
     "return_check",
     "user_lane_kinds",
 ]

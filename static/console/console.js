@@ -20,13 +20,20 @@
     if (region) region.textContent = text;
   }
 
-  // Lease time left worth saying out loud, in seconds: once each, as it is crossed.
-  const LEASE_ANNOUNCEMENTS = [
-    [300, "5 minutes left on your lease of this item."],
-    [120, "2 minutes left on your lease of this item."],
-    [60, "1 minute left on your lease of this item."],
-    [0, "Your lease has run out: decide now or release the item; anyone may take it."],
-  ];
+  // Lease time left worth saying out loud, in seconds: once each, as it is crossed. A lane
+  // task's page (data-lease-of="task") says "task" where an item's says "item".
+  function leaseAnnouncements(noun) {
+    const last =
+      noun === "task"
+        ? "Your lease has run out: finish now or release the task; anyone in this lane may take it."
+        : "Your lease has run out: decide now or release the item; anyone may take it.";
+    return [
+      [300, `5 minutes left on your lease of this ${noun}.`],
+      [120, `2 minutes left on your lease of this ${noun}.`],
+      [60, `1 minute left on your lease of this ${noun}.`],
+      [0, last],
+    ];
+  }
 
   function formatSeconds(total) {
     total = Math.max(0, Math.floor(total));
@@ -36,24 +43,25 @@
     return h ? `${h}:${String(m).padStart(2, "0")}:${s}` : `${m}:${s}`;
   }
 
-  /* Stop every write from this page: someone else holds the item now. */
-  function refuse(message) {
+  /* Stop every write from this page: someone else holds the item (or task) now. */
+  function refuse(message, noun) {
     const banner = document.getElementById("stale-banner");
     if (banner) {
       // role="alert": announced at once, the one assertive message the page makes.
       banner.textContent = message;
       banner.hidden = false;
     }
-    for (const id of ["decision-form", "release-form"]) {
-      const form = document.getElementById(id);
-      if (!form) continue;
+    // Every form that writes under the lease (it carries the token): decide, release, and a
+    // lane's confirm, return, QA review and adjudication.
+    for (const form of document.querySelectorAll("form")) {
+      if (!form.elements.lease_token) continue;
       form.dataset.refused = "true";
       for (const el of form.elements) el.disabled = true;
     }
     const status = document.getElementById("lease-status");
     if (status) {
       status.classList.add("expired");
-      status.textContent = "This item is no longer yours.";
+      status.textContent = `This ${noun} is no longer yours.`;
     }
   }
 
@@ -61,6 +69,8 @@
   function startHeartbeat(form) {
     const url = form.dataset.renewUrl;
     const ttl = Number(form.dataset.ttl) || 60;
+    const noun = form.dataset.leaseOf || "item";
+    const LEASE_ANNOUNCEMENTS = leaseAnnouncements(noun);
     let countdown = document.getElementById("lease-countdown");
     let expiresAt = Date.now() + Number(form.dataset.expiresIn) * 1000;
     let timer = null;
@@ -95,7 +105,10 @@
           if (!countdown) countdown = showCountdown();
         } else if (response.status === 409 || response.status === 404) {
           stopped = true;
-          refuse(data.message || "This item is no longer yours; your decision would not be recorded.");
+          refuse(
+            data.message || `This ${noun} is no longer yours; nothing you submit here would be recorded.`,
+            noun,
+          );
         }
       } catch (err) {
         // Network trouble: try again at the next tick; the server still fences every write.
@@ -272,8 +285,10 @@
           for (const el of form.querySelectorAll("[type=submit]")) el.disabled = true;
         }, 0);
       });
-      startHeartbeat(form);
     }
+    // The item's decision form, or a lane task's release form, carries the lease heartbeat.
+    const leased = document.querySelector("form[data-renew-url]");
+    if (leased) startHeartbeat(leased);
     placeFocus(form);
     document.addEventListener("keydown", onKey);
   }

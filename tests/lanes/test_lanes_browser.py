@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import os
 import re
+import uuid
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
+from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from queue_app.apply import apply_batch
@@ -142,3 +145,27 @@ def test_a_qa_round_with_a_disagreement_ends_in_an_overturn(
     # approve/approve 2, reject/reject 1, approve/reject 1: p_o = .75, p_e = .5, kappa = .5.
     expect(panel.locator("#agreement-panel .kappa")).to_have_text("0.50")
     _docs_shot(panel, "agreement-panel")
+
+
+def test_a_check_page_keeps_its_lease_and_stops_once_someone_else_holds_it(
+    browser, live_server, checked_queue, alice, bob, carol
+):
+    decide_one(checked_queue, alice)
+    task = claim_lane_task(queue=checked_queue, kind="check", user=carol)
+    # Lapsed while carol read the evidence, and nobody took it: opening the page renews it.
+    LaneTask.objects.filter(pk=task.pk).update(lease_expires=timezone.now() - timedelta(seconds=60))
+    page = _new_page(browser, live_server, "carol")
+    page.goto(f"{live_server.url}/lanes/{task.pk}/")
+    expect(page.locator("#lease-status")).to_contain_text("renewed automatically")
+    expect(page.locator("#lease-countdown")).to_have_text(re.compile(r"^[45]:\d\d$"))
+    task.refresh_from_db()
+    assert task.lease_owner_id == carol.pk and task.lease_expires > timezone.now()
+
+    # bob has it now (as after a lapse someone else claimed): the next beat stops the page.
+    LaneTask.objects.filter(pk=task.pk).update(lease_owner=bob, lease_token=uuid.uuid4())
+    page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+    expect(page.locator("#stale-banner")).to_contain_text("no longer leased to you")
+    expect(page.locator("#lease-status")).to_have_text("This task is no longer yours.")
+    for form in ("#confirm-form", "#return-form", "#release-form"):
+        expect(page.locator(f"{form} button").first).to_be_disabled()
+    page.context.close()

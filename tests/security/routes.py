@@ -64,6 +64,7 @@ POST_ROUTES = {
     "lane-qa",
     "lane-adjudicate",
     "lane-release",
+    "lane-renew",
 }
 PUT_ROUTES = {"api:replace_evidence", "api:put_attachment"}
 

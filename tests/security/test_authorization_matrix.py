@@ -158,6 +158,8 @@ EXPECTED: list[tuple[str, dict[str, str]]] = [
     ("lane-confirm", row(LOGIN, "404", "302+write", "404", "302")),
     ("lane-return", row(LOGIN, "404", "302+write", "404", "302")),
     ("lane-release", row(LOGIN, "404", "302+write", "404", "302")),
+    # The page's heartbeat: only the holder's token extends the lease (a plain post here).
+    ("lane-renew", row(LOGIN, "404", "302+write", "404", "302")),
     # The task is a check: a QA or adjudication post on it finishes nothing (and alice lacks
     # can_overturn for adjudication).
     ("lane-qa", row(LOGIN, "404", "302", "404", "302")),

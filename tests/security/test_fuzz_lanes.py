@@ -20,7 +20,7 @@ from tests.security.strategies import FUZZ, form, form_field
 
 pytestmark = pytest.mark.django_db
 
-ACTIONS = ["confirm", "return", "qa", "adjudicate", "release"]
+ACTIONS = ["confirm", "return", "qa", "adjudicate", "release", "renew"]
 
 
 def _client(user) -> Client:
