@@ -16,6 +16,8 @@ from queue_app.api.render import decision_out, leased_out, reload_decision
 from queue_app.api.schemas import (
     DecisionIn,
     DecisionOut,
+    HoldIn,
+    HoldOut,
     ItemId,
     LeaseOut,
     LeaseRequest,
@@ -139,3 +141,43 @@ def release(request: HttpRequest, item_id: ItemId, body: ReleaseIn) -> dict[str,
         visible_item(client, item_id)  # 404 for an item the client cannot see, else 409
         raise
     return {"id": item_id, "state": ItemState.PENDING}
+
+
+@router.post(
+    "/items/{item_id}/hold",
+    response=responses({200: HoldOut}, 403, 404, 409, 413),
+    openapi_extra=refusals(
+        invalid_hold_reason="`reason_code` is not one of the queue's active hold reasons.",
+        invalid_hold_time="`hold_until` is not in the future, or is later than the queue's "
+        "maximum hold from now.",
+    ),
+    summary="Put a leased item on hold until a time (fenced by its lease token)",
+)
+@decorate_view(limit_body)
+def hold(request: HttpRequest, item_id: ItemId, body: HoldIn) -> dict[str, Any]:
+    """Set the item aside, waiting on something outside the queue (documents, a customer's reply).
+
+    The lease ends; the item comes back to the queue at hold_until (or when its evidence is
+    replaced), first in line; its deadline is pushed back by the hold. 409 stale_lease if the
+    lease is no longer yours.
+    """
+    client = client_of(request)
+    require_scope(client, ApiScope.ADJUDICATE)
+    try:
+        held = services.hold_item(
+            item_id=item_id,
+            reviewer=client.user,
+            lease_token=body.lease_token,
+            reason_code=body.reason_code,
+            hold_until=body.hold_until,
+        )
+    except (errors.StaleLease, errors.NotPermitted):
+        visible_item(client, item_id)  # 404 for an item the client cannot see, else as raised
+        raise
+    return {
+        "id": item_id,
+        "state": ItemState.HELD,
+        "reason_code": body.reason_code,
+        "hold_until": held["hold_until"],
+        "due_at": held["due_at"],
+    }

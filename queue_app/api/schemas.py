@@ -391,6 +391,26 @@ class ReleaseOut(Schema):
     state: Literal["pending", "leased", "decided"]
 
 
+class HoldIn(Schema):
+    lease_token: uuid.UUID
+    reason_code: ReasonCodeText = Field(description="One of the queue's active hold reasons.")
+    hold_until: AwareDatetime = Field(
+        description="When the item comes back to the queue, with its time zone: in the future "
+        "and at most the queue's maximum hold from now."
+    )
+
+
+class HoldOut(Schema):
+    id: int
+    state: Literal["held"]
+    reason_code: str
+    hold_until: datetime = Field(description="When the item comes back to the queue.")
+    due_at: datetime | None = Field(
+        description="The deadline (null: none), already pushed back by the whole hold: the "
+        "clock pauses while the item is held."
+    )
+
+
 # -- the subject's items (issue 15) ----------------------------------------------------------------
 
 

@@ -57,6 +57,7 @@ POST_ROUTES = {
     "api:lease_batch",
     "api:decide",
     "api:release",
+    "api:hold",
     "item-attachment-reveal",
     "lane-next",
     "lane-confirm",
@@ -122,6 +123,7 @@ def _path_for(route: Route, world: World) -> str:
         kwargs["item_id"] = {
             "api:decide": world.robot_held.pk,
             "api:release": world.robot_held.pk,
+            "api:hold": world.robot_held.pk,
             "api:replace_evidence": world.pending.pk,
             "api:put_attachment": world.pending.pk,
         }.get(route.key, world.held.pk)
@@ -189,6 +191,12 @@ def _api_body(key: str, world: World) -> dict[str, Any]:
         return decision_body(world.robot_held)
     if key == "api:release":
         return {"lease_token": str(world.robot_held.lease_token)}
+    if key == "api:hold":
+        return {
+            "lease_token": str(world.robot_held.lease_token),
+            "reason_code": "awaiting_documents",
+            "hold_until": (timezone.now() + timedelta(hours=1)).isoformat(),
+        }
     if key == "api:replace_evidence":
         return {"payload": {"amount": "2.00"}}
     raise AssertionError(f"no body for {key}")

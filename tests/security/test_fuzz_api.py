@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import secrets
 import uuid
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
@@ -175,6 +177,61 @@ def test_decision_and_release_survive_hostile_requests(world, caller, data):
             assert held == ("pending", None)
     else:
         assert written == [] and held == ("leased", str(robot.lease_token))
+
+
+@FIXED
+@given(data=st.data())
+def test_hold_survives_hostile_requests(world, caller, data):
+    robot = world.robot_held
+    soon = timezone.now() + timedelta(hours=1)
+    honest = {
+        "lease_token": str(robot.lease_token),
+        "reason_code": "awaiting_documents",
+        "hold_until": soon.isoformat(),
+    }
+    tokens = [str(world.held.lease_token), str(uuid.uuid4()), str(robot.lease_token).upper()]
+    hostile = {
+        "lease_token": json_field(st.sampled_from(tokens)),
+        "reason_code": json_field(st.sampled_from(["verified", "AWAITING_DOCUMENTS", "docs"])),
+        "hold_until": json_field(
+            st.sampled_from(
+                [
+                    soon.replace(tzinfo=None).isoformat(),  # no time zone
+                    (timezone.now() - timedelta(hours=1)).isoformat(),
+                    (timezone.now() + timedelta(days=8)).isoformat(),  # past max_hold
+                    "9999-12-31T23:59:59Z",
+                    "2026-02-30T00:00:00Z",
+                    "now",
+                ]
+            )
+        ),
+    }
+    raw, _, _ = data.draw(body_strategy(honest, hostile))
+    own_item = data.draw(st.sampled_from([True, False]))
+    item_id = str(robot.pk) if own_item else data.draw(item_ids(world))
+    auth, content_type = data.draw(AUTH), data.draw(CONTENT_TYPES)
+    others_held = _held_except(robot.pk)
+    with rolled_back() as change:
+        response = caller(
+            "POST", f"/items/{item_id}/hold", raw, auth=auth, content_type=content_type
+        )
+        _, held = _robot_state(world)
+        # Nobody else's item is ever put on hold through the robot's calls.
+        assert _held_except(robot.pk) == others_held
+    check_answer(response, change)
+    tally(response)
+    if response.status_code < 400:
+        assert auth == "scoped" and item_id == str(robot.pk) and response.status_code == 200
+        assert held == ("held", None)
+        assert change.after.decisions == change.before.decisions
+    else:
+        assert held == ("leased", str(robot.lease_token))
+
+
+def _held_except(item_id: int) -> set[int]:
+    return set(
+        ReviewItem.objects.filter(state="held").exclude(pk=item_id).values_list("pk", flat=True)
+    )
 
 
 @pytest.mark.parametrize("which", ["alices", "random"])

@@ -1,0 +1,99 @@
+"""POST /api/v1/items/{id}/hold: an automated worker sets a leased item aside, fenced like a
+reviewer's hold (the console's rules: queue_app/services/holds.py)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+from django.utils import timezone
+
+from queue_app.models import ItemEvent, ReviewItem
+from tests.api.conftest import caller_for, make_client
+from tests.clocks.helpers import add_hold_reasons, make_hold_due
+from tests.conftest import make_items, make_queue
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def leased(api, queue) -> dict:
+    add_hold_reasons(queue)
+    make_items(queue, 1)
+    return api.post("/queues/kyc/leases", {"batch_size": 1}).body["items"][0]
+
+
+def hold_body(entry: dict, **fields) -> dict:
+    return {
+        "lease_token": entry["lease_token"],
+        "reason_code": "awaiting_documents",
+        "hold_until": (timezone.now() + timedelta(hours=2)).isoformat(),
+        **fields,
+    }
+
+
+def test_it_puts_the_item_on_hold_and_ends_the_lease(api, leased, robot_client):
+    reply = api.post(f"/items/{leased['id']}/hold", hold_body(leased))
+    assert reply.status == 200, reply.body
+    item = ReviewItem.objects.get(pk=leased["id"])
+    assert (item.state, item.lease_token, item.hold_reason.code) == (
+        "held",
+        None,
+        "awaiting_documents",
+    )
+    assert reply.body["state"] == "held" and reply.body["reason_code"] == "awaiting_documents"
+    assert datetime.fromisoformat(reply.body["hold_until"]) == item.hold_until
+    event = ItemEvent.objects.get(item=item, kind="held")
+    assert event.actor_id == robot_client[0].user_id
+    # Held items are not leased again until their time comes; then first in line.
+    assert api.post("/queues/kyc/leases", {"batch_size": 5}).body["items"] == []
+    make_hold_due(item.pk)
+    [back] = api.post("/queues/kyc/leases", {"batch_size": 5}).body["items"]
+    assert back["id"] == item.pk
+
+
+def test_the_token_fences_the_hold(api, leased):
+    again = api.post(f"/items/{leased['id']}/hold", hold_body(leased))
+    assert again.status == 200
+    stale = api.post(f"/items/{leased['id']}/hold", hold_body(leased))
+    assert stale.status == 409 and stale.body["error"]["code"] == "stale_lease"
+    forged = api.post(
+        f"/items/{leased['id']}/hold",
+        hold_body(leased, lease_token="00000000-0000-4000-8000-000000000000"),
+    )
+    assert forged.status == 409
+
+
+@pytest.mark.parametrize(
+    ("fields", "code"),
+    [
+        ({"reason_code": "no_such_reason"}, "invalid_hold_reason"),
+        ({"hold_until": "2001-01-01T00:00:00Z"}, "invalid_hold_time"),
+        ({"hold_until": "2999-01-01T00:00:00Z"}, "invalid_hold_time"),  # past max_hold
+        ({"hold_until": "2030-01-01T00:00:00"}, "invalid"),  # no time zone
+        ({"hold_until": "tomorrow"}, "invalid"),
+        ({"reason_code": ""}, "invalid"),
+        ({"reason_code": "a\x00b"}, "invalid"),
+        ({"lease_token": "not-a-uuid"}, "invalid"),
+    ],
+)
+def test_bad_holds_are_refused_and_change_nothing(api, leased, fields, code):
+    reply = api.post(f"/items/{leased['id']}/hold", hold_body(leased, **fields))
+    assert reply.status == 422, reply.body
+    assert reply.body["error"]["code"] == code
+    item = ReviewItem.objects.get(pk=leased["id"])
+    assert item.state == "leased" and str(item.lease_token) == leased["lease_token"]
+    assert not ItemEvent.objects.filter(item=item, kind="held").exists()
+
+
+def test_a_client_without_the_scope_or_the_queue_gets_no_hold(api, leased, queue, reviewers_group):
+    _, intake_only = make_client("intake-only", [queue], adjudicate=False)
+    refused = caller_for(intake_only).post(f"/items/{leased['id']}/hold", hold_body(leased))
+    assert refused.status == 403
+    other = make_queue("payments", group=reviewers_group)
+    _, elsewhere = make_client("elsewhere", [other])
+    hidden = caller_for(elsewhere).post(f"/items/{leased['id']}/hold", hold_body(leased))
+    assert hidden.status == 404
+    missing = caller_for(elsewhere).post("/items/999999/hold", hold_body(leased))
+    assert missing.status == 404
+    assert ReviewItem.objects.get(pk=leased["id"]).state == "leased"
