@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from queue_app.datetimes import local_text
 from queue_app.managers import fetch_dicts
 from queue_app.ops import sql
 from queue_app.ops.clocks import read_sla
@@ -38,6 +39,8 @@ class Thresholds:
     bloat_dead_ratio: float = 0.3
     # Second-person lanes: a check holds back a decision's effect, so it should not wait long.
     lane_age: timedelta = timedelta(hours=4)
+    # The sealer runs every second: anything unsealed this long means it has stopped.
+    unsealed: timedelta = timedelta(minutes=5)
 
 
 @dataclass
@@ -277,6 +280,7 @@ def run_checks(thresholds: Thresholds | None = None) -> list[CheckResult]:
         lambda: check_bloat(t),
         lambda: check_sla_breach(t),
         lambda: check_lane_backlog(t),
+        lambda: check_unsealed(t),
     ]
     return [check() for check in checks]
 
@@ -300,4 +304,35 @@ def check_sla_breach(t: Thresholds) -> CheckResult:
         "breaches grow, the queue needs more reviewers or its default SLA is shorter than the "
         "work takes. Items waiting on the customer should be put on hold (the deadline pauses) "
         "rather than left open; raise the priority of the breached items if they must go first.",
+    )
+
+
+def check_unsealed(t: Thresholds) -> CheckResult:
+    """UNSEALED: every committed decision and second-person outcome is sealed within the
+    threshold (a checkpoint covers only what is sealed)."""
+    [row] = fetch_dicts(sql.SEALING_BACKLOG, {})
+    late = [
+        {"entries": kind, "waiting": row[kind], "oldest": row[oldest]}
+        for kind, oldest in (("decisions", "oldest_decision"), ("outcomes", "oldest_outcome"))
+        if row[oldest] is not None and row["now"] - row[oldest] > t.unsealed
+    ]
+    if not late:
+        waiting = row["decisions"] + row["outcomes"]
+        return CheckResult(
+            "UNSEALED",
+            True,
+            f"Nothing has waited longer than {t.unsealed} to be sealed ({waiting} waiting now).",
+        )
+    return CheckResult(
+        "UNSEALED",
+        False,
+        "Committed entries are not being sealed: "
+        + "; ".join(
+            f"{e['waiting']} {e['entries']} waiting, the oldest made {local_text(e['oldest'])}"
+            for e in late
+        ),
+        details=[{**e, "oldest": e["oldest"].isoformat()} for e in late],
+        advice="The apply worker seals every second: check that run_apply_worker is running "
+        "and read its log, or seal now with manage.py seal_decisions. Until they are sealed, "
+        "these decisions and outcomes are in no batch, so no checkpoint covers them.",
     )

@@ -277,3 +277,19 @@ SELECT d.queue_id,
    AND d.verdict <> 'overturn' AND i.due_at IS NOT NULL
  GROUP BY d.queue_id
 """
+
+# -- the sealed log (migrations 0010 and 0020) -----------------------------------------------------
+
+# What waits for the sealer: decisions and second-person outcomes committed but not yet in a
+# batch, and when the oldest of each was made. The sealer (the apply worker, every second)
+# empties both lists, so they are short unless it has stopped; the join reads only the rows
+# waiting, by primary key.
+SEALING_BACKLOG = """
+SELECT (SELECT count(*) FROM queue_app_unsealeddecision) AS decisions,
+       (SELECT min(d.created_at) FROM queue_app_unsealeddecision AS u
+          JOIN queue_app_decision AS d ON d.id = u.decision_id) AS oldest_decision,
+       (SELECT count(*) FROM queue_app_unsealedlaneoutcome) AS outcomes,
+       (SELECT min(o.created_at) FROM queue_app_unsealedlaneoutcome AS u
+          JOIN queue_app_laneoutcome AS o ON o.task_id = u.outcome_id) AS oldest_outcome,
+       now() AS now
+"""

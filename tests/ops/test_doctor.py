@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import psycopg
 import pytest
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.db import connection, connections, transaction
 from django.utils import timezone
@@ -70,9 +71,10 @@ def test_it_passes_every_check_on_a_healthy_database(queue, alice, bob, capsys):
         "BLOAT",
         "SLA_BREACH",  # issue 15
         "LANE_BACKLOG",  # issue 14
+        "UNSEALED",  # issue 17
     ):
         assert f"ok   {name}" in out
-    assert "All 9 checks passed." in out
+    assert "All 10 checks passed." in out
 
 
 @pytest.mark.django_db
@@ -172,7 +174,9 @@ def test_it_prints_failures_with_advice(queue, alice, capsys):
     out = capsys.readouterr().out
     assert "FAIL UNAPPLIED" in out
     assert "run_apply_worker" in out
-    assert "1 of 9 checks failed." in out
+    # A decision ten minutes old is unsealed too: the apply worker does both.
+    assert "FAIL UNSEALED" in out
+    assert "2 of 10 checks failed." in out
 
 
 @pytest.mark.django_db
@@ -382,3 +386,40 @@ def test_it_detects_dead_tuples_piling_up(queue):
     assert not result.ok
     assert "queue_app_reviewitem" in result.summary
     assert "autovacuum_vacuum_scale_factor" in result.advice
+
+
+@pytest.mark.django_db
+def test_it_detects_decisions_and_outcomes_the_sealer_has_not_taken(queue, alice, reviewers_group):
+    from queue_app.chain import seal_all
+    from queue_app.models import CheckPolicy
+    from queue_app.services import claim_lane_task, confirm_check
+    from tests.lanes.conftest import decide_one
+
+    checked = make_queue("recon", group=reviewers_group)
+    CheckPolicy.objects.create(queue=checked, verdict="approve")
+    carol = User.objects.create_user("carol")
+    carol.groups.add(reviewers_group)
+    decision = decide_one(checked, alice)
+    task = claim_lane_task(queue=checked, kind="check", user=carol)
+    confirm_check(task_id=task.pk, user=carol, lease_token=task.lease_token)
+    assert results()["UNSEALED"].ok  # just made: the sealer has a second or so
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL session_replication_role = replica")  # past the triggers
+        cursor.execute(
+            "UPDATE queue_app_decision SET created_at = now() - interval '1 hour' WHERE id = %s",
+            [decision.pk],
+        )
+        cursor.execute(
+            "UPDATE queue_app_laneoutcome SET created_at = now() - interval '1 hour' "
+            "WHERE task_id = %s",
+            [task.pk],
+        )
+    result = results()["UNSEALED"]
+    assert not result.ok
+    assert "1 decisions waiting" in result.summary and "1 outcomes waiting" in result.summary
+    assert "seal_decisions" in result.advice
+    assert [d["entries"] for d in result.details] == ["decisions", "outcomes"]
+
+    seal_all()
+    assert results()["UNSEALED"].ok
