@@ -9,14 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import timedelta
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
+from queue_app.managers import fetch_dicts
+from queue_app.ops import sql
 from queue_app.ops.clocks import SLA_WINDOW_HOURS, SlaFigures, read_sla
 from queue_app.ops.figures import OpsSnapshot, read_snapshot
+from reviewconsole.routers import read_alias
 
 PREFIX = "reviewconsole"
 
@@ -136,7 +140,40 @@ def exposition(*, accept: str = "", snapshot: OpsSnapshot | None = None) -> tupl
     from queue_app.ops.lanes import LaneCollector, read_lane_figures
 
     registry.register(LaneCollector(read_lane_figures()))
+    # The sealed log: what waits for the sealer (issue 17).
+    [backlog] = fetch_dicts(sql.SEALING_BACKLOG, {}, using=read_alias())
+    registry.register(SealingCollector(backlog))
     return encoder(registry), content_type
+
+
+class SealingCollector(Collector):
+    """Decisions and second-person outcomes committed but not yet sealed into a batch.
+
+    The apply worker seals every second, so both stay near zero; a growing age means it has
+    stopped, and what is unsealed is in no checkpoint (doctor UNSEALED says the same).
+    """
+
+    def __init__(self, backlog: dict[str, Any]) -> None:
+        self.backlog = backlog
+
+    def collect(self) -> Iterator[Metric]:
+        b = self.backlog
+        kind = ["kind"]
+        waiting = _gauge("unsealed_entries", "Committed entries not yet in a sealed batch.", kind)
+        oldest = _gauge(
+            "unsealed_oldest_age_seconds",
+            "Age of the oldest entry waiting for the sealer (0 when none).",
+            kind,
+        )
+        for label, count, since in (
+            ("decision", b["decisions"], b["oldest_decision"]),
+            ("outcome", b["outcomes"], b["oldest_outcome"]),
+        ):
+            waiting.add_metric([label], count)
+            oldest.add_metric(
+                [label], max((b["now"] - since).total_seconds(), 0.0) if since else 0.0
+            )
+        yield from (waiting, oldest)
 
 
 class SlaCollector(Collector):

@@ -101,8 +101,9 @@ def test_it_costs_the_same_few_queries_whatever_the_number_of_queues(client, que
         client.get("/metrics")
 
     # Seven for the queue figures, three for the deadline and hold gauges (queues, SLA_OPEN,
-    # SLA_DECISIONS; issue 15), three for the second-person lanes (ops/lanes.py).
-    assert len(many) == len(few) == 13
+    # SLA_DECISIONS; issue 15), three for the second-person lanes (ops/lanes.py), one for the
+    # sealer's backlog (issue 17).
+    assert len(many) == len(few) == 14
 
 
 def test_it_is_open_when_no_token_is_configured(client, settings, queue):
@@ -149,3 +150,21 @@ def test_it_counts_effect_jobs_waiting_behind_a_dead_job(client, queue, alice, s
     assert value(samples, "effect_jobs_dead", queue="kyc") == 2
     assert value(samples, "effect_jobs_blocked", queue="kyc") == 1
     assert value(samples, "decisions_unapplied", queue="kyc") == 4
+
+
+def test_it_exposes_what_waits_for_the_sealer(client, queue, alice):
+    from queue_app.chain import seal_all
+
+    [item] = make_items(queue, 1)
+    decision = decide_after(item, alice, seconds=30)
+    backdate_decision(decision, seconds=600)
+    samples = scrape(client)
+    assert value(samples, "unsealed_entries", kind="decision") == 1
+    assert value(samples, "unsealed_entries", kind="outcome") == 0
+    assert 600 <= value(samples, "unsealed_oldest_age_seconds", kind="decision") < 700
+    assert value(samples, "unsealed_oldest_age_seconds", kind="outcome") == 0
+
+    seal_all()
+    samples = scrape(client)
+    assert value(samples, "unsealed_entries", kind="decision") == 0
+    assert value(samples, "unsealed_oldest_age_seconds", kind="decision") == 0
