@@ -10,14 +10,22 @@ from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from queue_app.console.attachment_cards import attachment_cards
 from queue_app.console.evidence import evidence_view
-from queue_app.console.views import Refusal, _queue_for, console_view, post_only
+from queue_app.console.views import (
+    Refusal,
+    _queue_for,
+    console_view,
+    heartbeat_refused,
+    heartbeat_renewed,
+    post_only,
+    wants_json,
+)
 from queue_app.errors import (
     EvidenceChanged,
     InvalidBounds,
@@ -278,31 +286,28 @@ def lane_adjudicate(request: HttpRequest, task_id: int) -> HttpResponse:
 @console_view
 def lane_renew(request: HttpRequest, task_id: int) -> HttpResponse:
     """Extend my lease of a task: JSON for the page's heartbeat, a redirect for a plain post."""
-    wants_json = "application/json" in request.headers.get("Accept", "")
+    as_json = wants_json(request)
     try:
         task = _task_for(request, task_id)
     except Refusal as refusal:
-        if wants_json:
-            return JsonResponse({"ok": False, "message": refusal.message}, status=refusal.status)
+        if as_json:
+            return heartbeat_refused(refusal.message, refusal.status)
         raise
     try:
         expires = renew_lane_task(
             task_id=task.pk, user=request.user, lease_token=_token(request, task)
         )
     except NotPermitted as exc:
-        if wants_json:
-            return JsonResponse({"ok": False, "message": exc.message}, status=403)
+        if as_json:
+            return heartbeat_refused(exc.message, 403)
         raise
     except StaleLease as exc:
-        if wants_json:
-            return JsonResponse({"ok": False, "message": exc.message}, status=409)
+        if as_json:
+            return heartbeat_refused(exc.message, 409)
         messages.error(request, exc.message)
         return redirect("lane-task", task_id=task.pk)
-    if wants_json:
-        remaining = max((expires - timezone.now()).total_seconds(), 0.0)
-        return JsonResponse(
-            {"ok": True, "expires": expires.isoformat(), "expires_in": round(remaining, 1)}
-        )
+    if as_json:
+        return heartbeat_renewed(expires)
     messages.info(request, f"Your lease of the {LANE_NAMES[task.kind].lower()} task was renewed.")
     return redirect("lane-task", task_id=task.pk)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib import messages
@@ -421,16 +421,33 @@ def item_release(request: HttpRequest, item_id: int) -> HttpResponse:
     return redirect("home")
 
 
+def wants_json(request: HttpRequest) -> bool:
+    """Whether the page's heartbeat (console.js) sent this, rather than a plain form post."""
+    return "application/json" in request.headers.get("Accept", "")
+
+
+def heartbeat_refused(message: str, status: int) -> JsonResponse:
+    return JsonResponse({"ok": False, "message": message}, status=status)
+
+
+def heartbeat_renewed(expires: datetime) -> JsonResponse:
+    """The heartbeat's answer: the new expiry, and the seconds left to it for the countdown."""
+    remaining = max((expires - timezone.now()).total_seconds(), 0.0)
+    return JsonResponse(
+        {"ok": True, "expires": expires.isoformat(), "expires_in": round(remaining, 1)}
+    )
+
+
 @post_only
 @console_view
 def item_renew(request: HttpRequest, item_id: int) -> HttpResponse:
     """Extend my lease: JSON for the page's heartbeat, a redirect for a plain form post."""
-    wants_json = "application/json" in request.headers.get("Accept", "")
+    as_json = wants_json(request)
     try:
         item = _item_for(request, item_id)
     except Refusal as refusal:
-        if wants_json:
-            return JsonResponse({"ok": False, "message": refusal.message}, status=refusal.status)
+        if as_json:
+            return heartbeat_refused(refusal.message, refusal.status)
         raise
     form = LeaseForm(request.POST)
     try:
@@ -443,15 +460,12 @@ def item_renew(request: HttpRequest, item_id: int) -> HttpResponse:
             queue_id=item.queue_id,
         )
     except StaleLease as exc:
-        if wants_json:
-            return JsonResponse({"ok": False, "message": exc.message}, status=409)
+        if as_json:
+            return heartbeat_refused(exc.message, 409)
         messages.error(request, exc.message)
         return redirect("item", item_id=item.pk)
-    if wants_json:
-        remaining = max((expires - timezone.now()).total_seconds(), 0.0)
-        return JsonResponse(
-            {"ok": True, "expires": expires.isoformat(), "expires_in": round(remaining, 1)}
-        )
+    if as_json:
+        return heartbeat_renewed(expires)
     messages.info(request, f"Your lease on item #{item.pk} was renewed.")
     return redirect(reverse("item", kwargs={"item_id": item.pk}))
 

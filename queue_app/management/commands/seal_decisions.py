@@ -10,6 +10,22 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from queue_app.chain import inclusion_proof, outcome_inclusion_proof, seal_all
 
+# --prove / --prove-outcome: the proof, and what to say when the entry is not sealed.
+PROOFS = (
+    (
+        "prove",
+        inclusion_proof,
+        "Decision {} is not sealed (it does not exist, was made before sealing began, or is "
+        "waiting for the sealer).",
+    ),
+    (
+        "prove_outcome",
+        outcome_inclusion_proof,
+        "Lane task {} has no sealed outcome (it does not exist, is not done, or its outcome is "
+        "waiting for the sealer).",
+    ),
+)
+
 
 class Command(BaseCommand):
     help = (
@@ -24,23 +40,12 @@ class Command(BaseCommand):
         proofs.add_argument("--prove-outcome", type=int, metavar="TASK_ID")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if options["prove"] is not None:
-            proof = inclusion_proof(options["prove"])
-            if proof is None:
-                raise CommandError(
-                    f"Decision {options['prove']} is not sealed (it does not exist, was made "
-                    "before sealing began, or is waiting for the sealer)."
-                )
-            self.stdout.write(json.dumps(proof, indent=2))
-            return
-        if options["prove_outcome"] is not None:
-            proof = outcome_inclusion_proof(options["prove_outcome"])
-            if proof is None:
-                raise CommandError(
-                    f"Lane task {options['prove_outcome']} has no sealed outcome (it does not "
-                    "exist, is not done, or its outcome is waiting for the sealer)."
-                )
-            self.stdout.write(json.dumps(proof, indent=2))
-            return
+        for option, prove, missing in PROOFS:
+            if options[option] is not None:
+                proof = prove(options[option])
+                if proof is None:
+                    raise CommandError(missing.format(options[option]))
+                self.stdout.write(json.dumps(proof, indent=2))
+                return
         sealed = seal_all()
         self.stdout.write(self.style.SUCCESS(f"Sealed {sealed} decisions and outcomes."))
