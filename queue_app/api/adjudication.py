@@ -171,8 +171,15 @@ def hold(request: HttpRequest, item_id: ItemId, body: HoldIn) -> dict[str, Any]:
             reason_code=body.reason_code,
             hold_until=body.hold_until,
         )
-    except (errors.StaleLease, errors.NotPermitted):
-        visible_item(client, item_id)  # 404 for an item the client cannot see, else as raised
+    except (
+        errors.StaleLease,
+        errors.NotPermitted,
+        errors.InvalidHoldReason,
+        errors.InvalidHoldTime,
+    ):
+        # 404 for an item the client cannot see (its queue's hold reasons and maximum hold
+        # included), else the refusal as raised.
+        visible_item(client, item_id)
         raise
     return {
         "id": item_id,

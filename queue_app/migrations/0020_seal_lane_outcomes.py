@@ -20,7 +20,7 @@ from django.db import migrations, models
 # field is coalesced so each keeps its place between the separators.
 OUTCOME_LEAF_INPUT = """concat_ws('|', 'lane_outcome', o.task_id, t.kind, t.queue_id, t.item_id,
                    t.decision_id, t.maker_id, coalesce(t.source_id::text, ''), o.kind,
-                   o.result, o.actor_id, o.actor_username, o.lease_token, o.verdict,
+                   o.result, o.actor_id, md5(o.actor_username), o.lease_token, o.verdict,
                    coalesce(o.reason_code_id::text, ''), coalesce(o.agrees_verdict::text, ''),
                    coalesce(o.agrees_reason::text, ''), md5(o.note),
                    coalesce(o.overturn_id::text, ''),
@@ -63,7 +63,21 @@ CREATE TRIGGER laneoutcome_queue_for_sealing AFTER INSERT ON queue_app_laneoutco
 {QUEUE_EXISTING_OUTCOMES};
 """
 
-BACKWARD = """
+# Going back would drop the sealed outcome entries while their batches' sizes and roots still
+# count them: every such batch would then fail verification, for good. Refused once any is.
+REFUSE_IF_SEALED = """
+DO $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM queue_app_laneoutcomeentry) THEN
+    RAISE EXCEPTION 'second-person outcomes are sealed: migration 0020 cannot be reversed'
+      USING HINT = 'Unapplying it would drop their entries and break every batch holding one.';
+  END IF;
+END
+$$
+"""
+
+BACKWARD = f"""
+{REFUSE_IF_SEALED};
 DROP TRIGGER IF EXISTS laneoutcome_queue_for_sealing ON queue_app_laneoutcome;
 DROP FUNCTION IF EXISTS queue_app_laneoutcome_queue_for_sealing();
 DROP FUNCTION IF EXISTS queue_app_laneoutcome_leaf(queue_app_laneoutcome);

@@ -103,7 +103,7 @@
         if (response.ok && data.ok) {
           expiresAt = Date.now() + Number(data.expires_in) * 1000;
           if (!countdown) countdown = showCountdown();
-        } else if (response.status === 409 || response.status === 404) {
+        } else if ([403, 404, 409].includes(response.status)) {
           stopped = true;
           refuse(
             data.message || `This ${noun} is no longer yours; nothing you submit here would be recorded.`,

@@ -31,7 +31,8 @@
     let handled = false;
     if (key === "c") {
       const form = document.getElementById("confirm-form");
-      if (form) { form.requestSubmit(); handled = true; }
+      // Not once the heartbeat found the task is someone else's (console.js disabled it).
+      if (form && form.dataset.refused !== "true") { form.requestSubmit(); handled = true; }
     } else if (key === "t") {
       const note = document.querySelector("#return-form textarea");
       if (note) { note.focus(); handled = true; }

@@ -97,3 +97,18 @@ def test_a_client_without_the_scope_or_the_queue_gets_no_hold(api, leased, queue
     missing = caller_for(elsewhere).post("/items/999999/hold", hold_body(leased))
     assert missing.status == 404
     assert ReviewItem.objects.get(pk=leased["id"]).state == "leased"
+
+
+@pytest.mark.parametrize(
+    "fields", [{"reason_code": "no_such_reason"}, {"hold_until": "2001-01-01T00:00:00Z"}]
+)
+def test_a_client_not_granted_the_queue_learns_nothing_from_a_bad_hold(
+    api, leased, reviewers_group, fields
+):
+    # Its service user is in the queue's reviewer group, but the client was never granted the
+    # queue: the answer is the same 404 as for any item it cannot see, not the queue's rules.
+    other = make_queue("payments", group=reviewers_group)
+    client, token = make_client("grouped", [other])
+    client.user.groups.add(reviewers_group)
+    reply = caller_for(token).post(f"/items/{leased['id']}/hold", hold_body(leased, **fields))
+    assert reply.status == 404, reply.body

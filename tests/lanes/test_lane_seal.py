@@ -274,3 +274,18 @@ def test_outcomes_confirmed_while_sealers_run_are_each_sealed_once(
     result = verify_chain()
     assert result.ok, result.message
     assert "60 decisions and 60 second-person outcomes intact" in result.message
+
+
+def test_the_migration_refuses_to_be_reversed_once_an_outcome_is_sealed(
+    checked_queue, alice, carol
+):
+    with connection.cursor() as cursor:
+        cursor.execute(seal_migration.REFUSE_IF_SEALED)  # nothing sealed: it may go back
+    confirmed(checked_queue, alice, carol)
+    seal_all()
+    with (
+        pytest.raises(Exception, match="cannot be reversed"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
+        cursor.execute(seal_migration.REFUSE_IF_SEALED)

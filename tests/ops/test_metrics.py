@@ -168,3 +168,33 @@ def test_it_exposes_what_waits_for_the_sealer(client, queue, alice):
     samples = scrape(client)
     assert value(samples, "unsealed_entries", kind="decision") == 0
     assert value(samples, "unsealed_oldest_age_seconds", kind="decision") == 0
+
+
+def test_it_counts_an_outcome_waiting_for_the_sealer(client, queue, alice, reviewers_group):
+    from django.contrib.auth.models import User
+    from django.db import transaction
+
+    from queue_app.chain import seal_all
+    from queue_app.models import CheckPolicy
+    from queue_app.services import claim_lane_task, confirm_check
+    from tests.lanes.conftest import decide_one
+
+    CheckPolicy.objects.create(queue=queue, verdict="approve")
+    carol = User.objects.create_user("carol")
+    carol.groups.add(reviewers_group)
+    decide_one(queue, alice)
+    seal_all()  # the maker's decision: only the confirmation below waits
+    task = claim_lane_task(queue=queue, kind="check", user=carol)
+    confirm_check(task_id=task.pk, user=carol, lease_token=task.lease_token)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL session_replication_role = replica")  # past the triggers
+        cursor.execute(
+            "UPDATE queue_app_laneoutcome SET created_at = now() - interval '300 seconds' "
+            "WHERE task_id = %s",
+            [task.pk],
+        )
+    samples = scrape(client)
+    assert value(samples, "unsealed_entries", kind="outcome") == 1
+    assert value(samples, "unsealed_entries", kind="decision") == 0
+    assert 300 <= value(samples, "unsealed_oldest_age_seconds", kind="outcome") < 400
+    assert value(samples, "unsealed_oldest_age_seconds", kind="decision") == 0

@@ -29,6 +29,10 @@ def _client(user) -> Client:
     return client
 
 
+def _lease(task_id: int) -> tuple:
+    return LaneTask.objects.values_list("lease_owner_id", "lease_expires").get(pk=task_id)
+
+
 @settings(FUZZ, derandomize=True)
 @given(data=st.data())
 def test_lane_posts_survive_hostile_input(world: World, bob, data):
@@ -47,13 +51,24 @@ def test_lane_posts_survive_hostile_input(world: World, bob, data):
         reason_code=data.draw(form_field(st.sampled_from(["verified", "fraud", "nope", ""]))),
         outcome=data.draw(form_field(st.sampled_from(["uphold", "overturn", "maybe"]))),
     )
+    lease_before = _lease(task.pk)
     with rolled_back():
         response = client.post(f"/lanes/{task_id}/{action}/", posted)
+        lease_after = _lease(task.pk)
         outcomes = list(LaneOutcome.objects.values_list("task_id", "result", "actor_id"))
         jobs = set(EffectJob.objects.values_list("decision_id", flat=True))
         state = LaneTask.objects.filter(pk=task.pk).values_list("state", flat=True).first()
     assert response.status_code < 500, (action, posted)
     assert response.status_code in (200, 302, 400, 404), (response.status_code, action, posted)
+    # Only alice's own post, with her token, on her task moves her lease (renew, release).
+    if lease_after != lease_before:
+        assert (
+            who == "alice"
+            and task_id == task.pk
+            and posted.get("lease_token") == str(task.lease_token)
+        ), (action, posted)
+        if action == "renew":
+            assert lease_after[0] == alice.pk and lease_after[1] >= lease_before[1]
     # The maker never finishes their own check, whatever they post.
     assert not any(actor == bob.pk for _, _, actor in outcomes)
     # At most the one outcome alice's own, well-formed post can write; a confirmation only
