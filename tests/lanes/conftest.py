@@ -11,8 +11,14 @@ from django.contrib.auth.models import Group, Permission, User
 from django.db import connection
 
 from queue_app.evidence import evidence_hash
-from queue_app.models import CheckPolicy, Decision, LaneTask, Queue, ReviewItem
-from queue_app.services import claim_next, create_item, submit_decision
+from queue_app.models import CheckPolicy, Decision, LaneOutcome, LaneTask, Queue, ReviewItem
+from queue_app.services import (
+    claim_lane_task,
+    claim_next,
+    confirm_check,
+    create_item,
+    submit_decision,
+)
 from tests.conftest import make_queue, shown_hash
 from tests.worker.conftest import ledger  # noqa: F401 (the ledger effect's table, a fixture)
 
@@ -75,6 +81,14 @@ def decide_one(
         evidence_hash=shown_hash(leased),
         note=note,
     )
+
+
+def confirm_one(queue: Queue, maker: User, checker: User) -> LaneOutcome:
+    """A decision of the maker's that needs a check, confirmed by the checker."""
+    decision = decide_one(queue, maker)
+    task = claim_lane_task(queue=queue, kind="check", user=checker)
+    assert task is not None and task.decision_id == decision.pk
+    return confirm_check(task_id=task.pk, user=checker, lease_token=task.lease_token)
 
 
 BULK_SUBJECT = "Bulk case"

@@ -34,20 +34,12 @@ from queue_app.models import (
 )
 from queue_app.services import claim_lane_task, confirm_check
 from tests.conftest import run_in_threads
-from tests.lanes.conftest import bulk_checks, decide_one
+from tests.lanes.conftest import bulk_checks, confirm_one
 from tests.test_checkpoint import reseal_everything, verify, write_checkpoint
 
 pytestmark = pytest.mark.django_db
 
 seal_migration = importlib.import_module("queue_app.migrations.0020_seal_lane_outcomes")
-
-
-def confirmed(queue, maker, checker) -> LaneOutcome:
-    """A decision that needs a check (1500.00 is over the queue's threshold), confirmed."""
-    decision = decide_one(queue, maker)
-    task = claim_lane_task(queue=queue, kind="check", user=checker)
-    assert task is not None and task.decision_id == decision.pk
-    return confirm_check(task_id=task.pk, user=checker, lease_token=task.lease_token)
 
 
 def as_owner(statement: str, params: list) -> None:
@@ -69,7 +61,7 @@ def as_owner(statement: str, params: list) -> None:
 
 
 def test_an_outcome_is_sealed_after_the_decisions_of_its_batch(checked_queue, alice, carol):
-    outcome = confirmed(checked_queue, alice, carol)
+    outcome = confirm_one(checked_queue, alice, carol)
     assert UnsealedLaneOutcome.objects.filter(outcome=outcome).exists()
 
     assert seal_all() == 2  # the maker's decision and the checker's confirmation
@@ -86,8 +78,8 @@ def test_an_outcome_is_sealed_after_the_decisions_of_its_batch(checked_queue, al
 def test_a_decisions_inclusion_proof_covers_the_outcomes_in_its_batch(
     checked_queue, alice, bob, carol
 ):
-    first = confirmed(checked_queue, alice, carol)
-    second = confirmed(checked_queue, bob, carol)
+    first = confirm_one(checked_queue, alice, carol)
+    second = confirm_one(checked_queue, bob, carol)
     seal_all()
     batch = ChainBatch.objects.get()
     assert batch.size == 4 and batch.outcome_entries.count() == 2
@@ -117,7 +109,7 @@ def test_a_decisions_inclusion_proof_covers_the_outcomes_in_its_batch(
     ids=["actor", "task's maker", "time"],
 )
 def test_a_rewritten_outcome_breaks_the_chain_at_it(checked_queue, alice, bob, carol, rewrite):
-    outcome = confirmed(checked_queue, alice, carol)
+    outcome = confirm_one(checked_queue, alice, carol)
     seal_all()
     as_owner(rewrite, {"other": bob.pk, "task": outcome.pk})
     result = verify_chain()
@@ -127,7 +119,7 @@ def test_a_rewritten_outcome_breaks_the_chain_at_it(checked_queue, alice, bob, c
 
 
 def test_a_removed_outcome_breaks_its_batch(checked_queue, alice, carol):
-    outcome = confirmed(checked_queue, alice, carol)
+    outcome = confirm_one(checked_queue, alice, carol)
     seal_all()
     as_owner("DELETE FROM queue_app_laneoutcomeentry WHERE outcome_id = %s", [outcome.pk])
     result = verify_chain()
@@ -136,7 +128,7 @@ def test_a_removed_outcome_breaks_its_batch(checked_queue, alice, carol):
 
 
 def test_an_outcome_taken_off_the_sealers_list_is_reported(checked_queue, alice, carol):
-    outcome = confirmed(checked_queue, alice, carol)
+    outcome = confirm_one(checked_queue, alice, carol)
     with connection.cursor() as cursor:
         cursor.execute(
             "DELETE FROM queue_app_unsealedlaneoutcome WHERE outcome_id = %s", [outcome.pk]
@@ -147,12 +139,12 @@ def test_an_outcome_taken_off_the_sealers_list_is_reported(checked_queue, alice,
 
 
 def test_an_unsealed_outcome_is_accounted_for(checked_queue, alice, carol):
-    confirmed(checked_queue, alice, carol)
+    confirm_one(checked_queue, alice, carol)
     assert verify_chain().ok
 
 
 def test_outcome_entries_are_append_only(checked_queue, alice, carol):
-    confirmed(checked_queue, alice, carol)
+    confirm_one(checked_queue, alice, carol)
     seal_all()
     with connection.cursor() as cursor:
         # TRUNCATE refuses to run while the test's own inserts have foreign-key checks pending.
@@ -172,9 +164,9 @@ def test_outcome_entries_are_append_only(checked_queue, alice, carol):
 
 
 def test_the_migration_queues_the_outcomes_recorded_before_it(checked_queue, alice, bob, carol):
-    sealed = confirmed(checked_queue, alice, carol)
+    sealed = confirm_one(checked_queue, alice, carol)
     seal_all()
-    older = confirmed(checked_queue, bob, carol)
+    older = confirm_one(checked_queue, bob, carol)
     # As before 0020: no trigger had queued it.
     UnsealedLaneOutcome.objects.filter(outcome=older).delete()
 
@@ -196,7 +188,7 @@ def test_a_checkpoint_catches_an_outcome_rewritten_with_every_hash_recomputed(
     settings.REVIEW_CHECKPOINT_PUBLIC_KEY = public
     settings.REVIEW_CHECKPOINT_DIR = tmp_path / "checkpoints"
     settings.REVIEW_CHECKPOINT_WEBHOOK = ""
-    outcome = confirmed(checked_queue, alice, carol)
+    outcome = confirm_one(checked_queue, alice, carol)
     path = write_checkpoint(tmp_path)  # seals the decision and the confirmation first
     assert LaneOutcomeEntry.objects.filter(outcome=outcome).exists()
 
@@ -214,7 +206,7 @@ def test_a_checkpoint_catches_an_outcome_rewritten_with_every_hash_recomputed(
 
 
 def test_a_sealed_outcome_has_an_inclusion_proof(checked_queue, alice, bob, carol):
-    outcomes = [confirmed(checked_queue, maker, carol) for maker in (alice, bob)]
+    outcomes = [confirm_one(checked_queue, maker, carol) for maker in (alice, bob)]
     with pytest.raises(CommandError, match=f"Lane task {outcomes[0].pk} has no sealed outcome"):
         call_command("seal_decisions", "--prove-outcome", str(outcomes[0].pk))
     seal_all()
@@ -281,7 +273,7 @@ def test_the_migration_refuses_to_be_reversed_once_an_outcome_is_sealed(
 ):
     with connection.cursor() as cursor:
         cursor.execute(seal_migration.REFUSE_IF_SEALED)  # nothing sealed: it may go back
-    confirmed(checked_queue, alice, carol)
+    confirm_one(checked_queue, alice, carol)
     seal_all()
     with (
         pytest.raises(Exception, match="cannot be reversed"),

@@ -63,6 +63,18 @@ def decide_after(
     )
 
 
+def backdate_outcome(task_id: int, *, seconds: int) -> None:
+    """Move a second-person outcome seconds into the past (append-only: replica mode, as below)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL session_replication_role = replica")
+        cursor.execute(
+            "UPDATE queue_app_laneoutcome SET created_at = created_at - make_interval(secs => %s)"
+            " WHERE task_id = %s",
+            [seconds, task_id],
+        )
+        cursor.execute("SET LOCAL session_replication_role = origin")
+
+
 def backdate_decision(decision: Decision, *, seconds: int) -> None:
     """Move a decision, its effect job and its item's history seconds into the past.
 

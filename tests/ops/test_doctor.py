@@ -19,7 +19,13 @@ from queue_app.models import EffectJob, ReviewItem
 from queue_app.ops.doctor import Thresholds, run_checks
 from queue_app.services import claim_batch, claim_next, overturn_decision, retry_effect_job
 from tests.conftest import make_items, make_queue
-from tests.ops.conftest import age_item, backdate_decision, decide_after, mark_dead
+from tests.ops.conftest import (
+    age_item,
+    backdate_decision,
+    backdate_outcome,
+    decide_after,
+    mark_dead,
+)
 from tests.worker.conftest import database_url
 
 
@@ -392,29 +398,17 @@ def test_it_detects_dead_tuples_piling_up(queue):
 def test_it_detects_decisions_and_outcomes_the_sealer_has_not_taken(queue, alice, reviewers_group):
     from queue_app.chain import seal_all
     from queue_app.models import CheckPolicy
-    from queue_app.services import claim_lane_task, confirm_check
-    from tests.lanes.conftest import decide_one
+    from tests.lanes.conftest import confirm_one
 
     checked = make_queue("recon", group=reviewers_group)
     CheckPolicy.objects.create(queue=checked, verdict="approve")
     carol = User.objects.create_user("carol")
     carol.groups.add(reviewers_group)
-    decision = decide_one(checked, alice)
-    task = claim_lane_task(queue=checked, kind="check", user=carol)
-    confirm_check(task_id=task.pk, user=carol, lease_token=task.lease_token)
+    outcome = confirm_one(checked, alice, carol)
     assert results()["UNSEALED"].ok  # just made: the sealer has a second or so
 
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL session_replication_role = replica")  # past the triggers
-        cursor.execute(
-            "UPDATE queue_app_decision SET created_at = now() - interval '1 hour' WHERE id = %s",
-            [decision.pk],
-        )
-        cursor.execute(
-            "UPDATE queue_app_laneoutcome SET created_at = now() - interval '1 hour' "
-            "WHERE task_id = %s",
-            [task.pk],
-        )
+    backdate_decision(outcome.task.decision, seconds=3600)
+    backdate_outcome(outcome.pk, seconds=3600)
     result = results()["UNSEALED"]
     assert not result.ok
     assert "1 decisions waiting" in result.summary and "1 outcomes waiting" in result.summary

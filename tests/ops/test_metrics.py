@@ -12,7 +12,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from queue_app.services import claim_next, overturn_decision
 from tests.conftest import make_items, make_queue
-from tests.ops.conftest import age_item, backdate_decision, decide_after, mark_dead
+from tests.ops.conftest import (
+    age_item,
+    backdate_decision,
+    backdate_outcome,
+    decide_after,
+    mark_dead,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -172,7 +178,6 @@ def test_it_exposes_what_waits_for_the_sealer(client, queue, alice):
 
 def test_it_counts_an_outcome_waiting_for_the_sealer(client, queue, alice, reviewers_group):
     from django.contrib.auth.models import User
-    from django.db import transaction
 
     from queue_app.chain import seal_all
     from queue_app.models import CheckPolicy
@@ -186,13 +191,7 @@ def test_it_counts_an_outcome_waiting_for_the_sealer(client, queue, alice, revie
     seal_all()  # the maker's decision: only the confirmation below waits
     task = claim_lane_task(queue=queue, kind="check", user=carol)
     confirm_check(task_id=task.pk, user=carol, lease_token=task.lease_token)
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL session_replication_role = replica")  # past the triggers
-        cursor.execute(
-            "UPDATE queue_app_laneoutcome SET created_at = now() - interval '300 seconds' "
-            "WHERE task_id = %s",
-            [task.pk],
-        )
+    backdate_outcome(task.pk, seconds=300)
     samples = scrape(client)
     assert value(samples, "unsealed_entries", kind="outcome") == 1
     assert value(samples, "unsealed_entries", kind="decision") == 0
