@@ -711,7 +711,8 @@ DISTRIBUTED_TABLES = (
 # is looked up among the queue's active hold codes; a code outside that set gives NULL, which
 # item_hold_columns_match_state refuses, so nothing is written (InvalidHoldReason). The lease
 # that ends in a hold is not counted towards abandonment (lease_count goes back down by one).
-# The held event records the deadline before and after, for the timeline.
+# The held event records the deadline before and after, for the timeline, and the lease token
+# that fenced the hold, so that a retry of this same hold is recognised (find_completed_hold).
 HOLD_ITEM = """
 WITH held AS (
     UPDATE queue_app_reviewitem AS i
@@ -735,7 +736,7 @@ WITH held AS (
     SELECT id, 'held', %(owner_id)s, now(),
            jsonb_build_object('reason_code', %(reason_code)s::text, 'hold_until', hold_until,
                               'due_at_before', due_at - (hold_until - held_at),
-                              'due_at', due_at)
+                              'due_at', due_at, 'lease_token', %(lease_token)s::text)
       FROM held
 )
 SELECT * FROM held

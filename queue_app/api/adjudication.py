@@ -158,8 +158,9 @@ def hold(request: HttpRequest, item_id: ItemId, body: HoldIn) -> dict[str, Any]:
     """Set the item aside, waiting on something outside the queue (documents, a customer's reply).
 
     The lease ends; the item comes back to the queue at hold_until (or when its evidence is
-    replaced), first in line; its deadline is pushed back by the hold. 409 stale_lease if the
-    lease is no longer yours.
+    replaced), first in line; its deadline is pushed back by the hold. A retry of a hold that
+    already went through (same token, reason and time) answers 200 with that hold again;
+    409 stale_lease if the lease is no longer yours.
     """
     client = client_of(request)
     require_scope(client, ApiScope.ADJUDICATE)
@@ -178,9 +179,18 @@ def hold(request: HttpRequest, item_id: ItemId, body: HoldIn) -> dict[str, Any]:
         errors.InvalidHoldTime,
     ):
         # 404 for an item the client cannot see (its queue's hold reasons and maximum hold
-        # included), else the refusal as raised.
+        # included), else the refusal as raised, unless this exact hold already went through
+        # (a retry after a lost response: the lease it ended makes the retry look stale).
         visible_item(client, item_id)
-        raise
+        held = services.find_completed_hold(
+            item_id=item_id,
+            reviewer=client.user,
+            lease_token=body.lease_token,
+            reason_code=body.reason_code,
+            hold_until=body.hold_until,
+        )
+        if held is None:
+            raise
     return {
         "id": item_id,
         "state": ItemState.HELD,

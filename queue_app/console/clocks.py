@@ -22,6 +22,7 @@ from queue_app.forms import LeaseForm
 from queue_app.models import HoldReason, ItemState, Queue, ReviewItem
 from queue_app.services import (
     deadline_words,
+    find_completed_hold,
     hold_item,
     is_breached,
     subject_history,
@@ -147,8 +148,18 @@ def item_hold(request: HttpRequest, item_id: int) -> HttpResponse:
             hold_until=data["hold_until"],
         )
     except (StaleLease, InvalidHoldReason, InvalidHoldTime) as exc:
-        messages.error(request, f"Not put on hold: {exc.message}")
-        return redirect("item", item_id=item.pk)
+        # A second submission of a hold that went through (a double click, a resent form)
+        # finds the lease ended by the first: say what the first did, not that it failed.
+        held = find_completed_hold(
+            item_id=item.pk,
+            reviewer=request.user,
+            lease_token=data["lease_token"],
+            reason_code=data["reason_code"],
+            hold_until=data["hold_until"],
+        )
+        if held is None:
+            messages.error(request, f"Not put on hold: {exc.message}")
+            return redirect("item", item_id=item.pk)
     until = timezone.localtime(held["hold_until"]).strftime("%Y-%m-%d %H:%M %Z")
     messages.success(
         request,

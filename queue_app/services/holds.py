@@ -16,9 +16,10 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from queue_app.errors import InvalidHoldReason, InvalidHoldTime, NotPermitted, StaleLease
-from queue_app.models import HoldReason, Queue, ReviewItem
+from queue_app.models import HoldReason, ItemEvent, ItemEventKind, Queue, ReviewItem
 from queue_app.services._common import User, guard_timeouts, log_extra, logger, parse_token
 from queue_app.services.access import user_can_review
 from queue_app.services.deadlines import span_words
@@ -93,6 +94,44 @@ def hold_item(
         ),
     )
     return held
+
+
+def find_completed_hold(
+    *,
+    item_id: int,
+    reviewer: User,
+    lease_token: uuid.UUID | str,
+    reason_code: str,
+    hold_until: datetime,
+) -> dict[str, Any] | None:
+    """Return the hold this exact request already made (a retry after a lost answer), if any:
+    hold_until, due_at and reason_code as the held event recorded them.
+
+    The held event stores the lease token that fenced it, so a retry is recognised by what it
+    names, as find_completed_decision recognises a decision's; a different reason or resume
+    time under the same token is not a retry but a second hold, which the fence refuses.
+    """
+    try:
+        token = parse_token(lease_token)
+    except StaleLease:
+        return None
+    events = ItemEvent.objects.filter(
+        item_id=item_id,
+        kind=ItemEventKind.HELD,
+        actor_id=reviewer.pk,
+        detail__lease_token=str(token),
+        detail__reason_code=reason_code,
+    ).order_by("-id")
+    for event in events:  # one at most: the hold ends the lease it was fenced by
+        recorded = parse_datetime(event.detail.get("hold_until") or "")
+        if recorded is not None and recorded == hold_until:
+            due_at = event.detail.get("due_at")
+            return {
+                "reason_code": reason_code,
+                "hold_until": recorded,
+                "due_at": parse_datetime(due_at) if due_at else None,
+            }
+    return None
 
 
 def resume_hold(*, item_id: int, actor: User | None, cause: str) -> dict[str, Any] | None:

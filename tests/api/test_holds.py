@@ -53,9 +53,11 @@ def test_it_puts_the_item_on_hold_and_ends_the_lease(api, leased, robot_client):
 
 
 def test_the_token_fences_the_hold(api, leased):
-    again = api.post(f"/items/{leased['id']}/hold", hold_body(leased))
-    assert again.status == 200
-    stale = api.post(f"/items/{leased['id']}/hold", hold_body(leased))
+    first = api.post(f"/items/{leased['id']}/hold", hold_body(leased))
+    assert first.status == 200
+    # The same token again, for another hold (a later time): the lease it names has ended.
+    later = (timezone.now() + timedelta(hours=3)).isoformat()
+    stale = api.post(f"/items/{leased['id']}/hold", hold_body(leased, hold_until=later))
     assert stale.status == 409 and stale.body["error"]["code"] == "stale_lease"
     forged = api.post(
         f"/items/{leased['id']}/hold",
@@ -112,3 +114,45 @@ def test_a_client_not_granted_the_queue_learns_nothing_from_a_bad_hold(
     client.user.groups.add(reviewers_group)
     reply = caller_for(token).post(f"/items/{leased['id']}/hold", hold_body(leased, **fields))
     assert reply.status == 404, reply.body
+
+
+def test_a_retry_of_a_hold_that_went_through_gets_the_same_answer(api, leased, queue):
+    # The answer to the first request was lost: the client sends it again, word for word.
+    ReviewItem.objects.filter(pk=leased["id"]).update(due_at=timezone.now() + timedelta(hours=1))
+    body = hold_body(leased)
+    first = api.post(f"/items/{leased['id']}/hold", body)
+    assert first.status == 200, first.body
+    retry = api.post(f"/items/{leased['id']}/hold", body)
+    assert retry.status == 200, retry.body
+    assert retry.body == first.body
+    # Still one hold: the retry wrote nothing.
+    assert ItemEvent.objects.filter(item_id=leased["id"], kind="held").count() == 1
+    item = ReviewItem.objects.get(pk=leased["id"])
+    assert datetime.fromisoformat(retry.body["due_at"]) == item.due_at
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"reason_code": "customer_contacted"},
+        {"hold_until": "later"},
+    ],
+)
+def test_a_different_hold_under_the_same_token_is_not_a_retry(api, leased, change):
+    body = hold_body(leased)
+    assert api.post(f"/items/{leased['id']}/hold", body).status == 200
+    if change.get("hold_until") == "later":
+        change = {"hold_until": (timezone.now() + timedelta(hours=5)).isoformat()}
+    other = api.post(f"/items/{leased['id']}/hold", {**body, **change})
+    assert other.status == 409 and other.body["error"]["code"] == "stale_lease"
+    assert ItemEvent.objects.filter(item_id=leased["id"], kind="held").count() == 1
+
+
+def test_another_client_replaying_the_hold_is_refused(api, leased, queue):
+    # A second client granted the same queue, replaying the first client's request: the hold
+    # was not its own, so it is refused as stale, not answered with the first client's hold.
+    body = hold_body(leased)
+    assert api.post(f"/items/{leased['id']}/hold", body).status == 200
+    _, second = make_client("second", [queue])
+    replay = caller_for(second).post(f"/items/{leased['id']}/hold", body)
+    assert replay.status == 409 and replay.body["error"]["code"] == "stale_lease"

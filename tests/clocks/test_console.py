@@ -72,6 +72,31 @@ def test_the_holder_puts_an_item_on_hold_and_it_says_so(alice, bob, queue):
     assert claim_next(queue=queue, reviewer=bob) is None
 
 
+def test_a_hold_submitted_twice_says_it_is_on_hold_both_times(alice, bob, queue):
+    # A double click, or the form resent after a dropped answer: the first submission ended the
+    # lease, the second names that same hold and is told what the first did.
+    add_hold_reasons(queue)
+    it = item(queue, "k")
+    leased = claim_next(queue=queue, reviewer=alice)
+    client = login(alice)
+    until = timezone.localtime(timezone.now() + timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M")
+    for _ in range(2):
+        response = _hold_post(client, it, leased.lease_token, hold_until=until)
+        assert response.status_code == 302 and response["Location"] == "/"
+        follow = client.get("/").content.decode()
+        assert f"Item #{it.pk} is on hold until" in follow
+    assert ItemEvent.objects.filter(item=it, kind="held").count() == 1
+    # A different resume time under the spent token is a second hold, and is refused.
+    later = timezone.localtime(timezone.now() + timedelta(hours=4)).strftime("%Y-%m-%dT%H:%M")
+    refused = _hold_post(client, it, leased.lease_token, hold_until=later)
+    assert refused["Location"] == f"/items/{it.pk}/"
+    assert "Not put on hold" in client.get(refused["Location"]).content.decode()
+    # Nor is another reviewer's replay of alice's hold taken for hers.
+    claim_next(queue=queue, reviewer=bob)  # nothing to take: the item is held
+    replay = _hold_post(login(bob), it, leased.lease_token, hold_until=until)
+    assert replay["Location"] == f"/items/{it.pk}/"
+
+
 def test_a_bad_hold_says_why_and_changes_nothing(alice, queue):
     add_hold_reasons(queue)
     it = item(queue, "k")
