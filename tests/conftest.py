@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,22 @@ def make_items(
     ]
 
 
+@contextmanager
+def triggers_off(*tables: str, foreign_keys: bool = False) -> Iterator[Any]:
+    """A cursor on the test's connection with the tables' triggers switched off, as an owner of
+    the database could: the append-only and sealing triggers (USER), and with foreign_keys the
+    constraint triggers too (ALL, a superuser's). Constraints are checked at once meanwhile, so
+    a write that breaks one fails where it is made. The triggers are back on afterwards."""
+    which = "ALL" if foreign_keys else "USER"
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        for table in tables:
+            cursor.execute(f"ALTER TABLE {table} DISABLE TRIGGER {which}")
+        yield cursor
+        for table in tables:
+            cursor.execute(f"ALTER TABLE {table} ENABLE TRIGGER {which}")
+
+
 def make_legacy(decision_ids: list[int]) -> None:
     """Give decisions the per-decision chain links they would carry from before sealing.
 
@@ -112,9 +129,7 @@ def make_legacy(decision_ids: list[int]) -> None:
     chain_seq and chain_hash. This rewrites the given decisions (with user triggers off, as a
     restore would) into exactly that shape, in id order, and takes them off the sealer's list.
     """
-    with connection.cursor() as cursor:
-        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        cursor.execute("ALTER TABLE queue_app_decision DISABLE TRIGGER USER")
+    with triggers_off("queue_app_decision") as cursor:
         cursor.execute(
             "DELETE FROM queue_app_unsealeddecision WHERE decision_id = ANY(%s)", [decision_ids]
         )
@@ -134,7 +149,6 @@ def make_legacy(decision_ids: list[int]) -> None:
             END $$
             """.replace("%s", "ARRAY[" + ",".join(str(int(i)) for i in decision_ids) + "]")
         )
-        cursor.execute("ALTER TABLE queue_app_decision ENABLE TRIGGER USER")
 
 
 def shown_hash(item: ReviewItem) -> str:

@@ -22,7 +22,14 @@ from queue_app.chain import (
 )
 from queue_app.models import ChainBatch, ChainEntry, Decision, UnsealedDecision
 from queue_app.services import claim_next, submit_decision
-from tests.conftest import make_items, make_legacy, make_queue, run_in_threads, shown_hash
+from tests.conftest import (
+    make_items,
+    make_legacy,
+    make_queue,
+    run_in_threads,
+    shown_hash,
+    triggers_off,
+)
 
 # The module's tests use the database in a transaction each, except those marked transaction=True
 # (real commits on separate connections).
@@ -193,13 +200,8 @@ def test_old_and_new_decisions_form_one_log(queue, alice):
 
 
 def _tamper(statement: str, params: list) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        for table in ("queue_app_decision", "queue_app_chainentry", "queue_app_chainbatch"):
-            cursor.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
-        cursor.execute(statement, params)
-        for table in ("queue_app_decision", "queue_app_chainentry", "queue_app_chainbatch"):
-            cursor.execute(f"ALTER TABLE {table} ENABLE TRIGGER USER")
+    with triggers_off("queue_app_decision", "queue_app_chainentry", "queue_app_chainbatch") as c:
+        c.execute(statement, params)
 
 
 def test_it_names_a_sealed_decision_that_was_altered(queue, alice):

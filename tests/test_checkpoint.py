@@ -14,13 +14,12 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connection
 
 from queue_app import checkpoint
 from queue_app.chain import batch_hash, merkle_root, seal_all
 from queue_app.models import ChainBatch, Decision
 from queue_app.services import claim_next, submit_decision
-from tests.conftest import make_items, make_legacy, shown_hash
+from tests.conftest import make_items, make_legacy, shown_hash, triggers_off
 
 pytestmark = pytest.mark.django_db
 
@@ -76,14 +75,9 @@ LOG_TABLES = (
 
 
 def as_owner_without_triggers(statements: list[tuple[str, list]]) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        for table in LOG_TABLES:
-            cursor.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
+    with triggers_off(*LOG_TABLES) as cursor:
         for statement, params in statements:
             cursor.execute(statement, params)
-        for table in LOG_TABLES:
-            cursor.execute(f"ALTER TABLE {table} ENABLE TRIGGER USER")
 
 
 SEAL_TABLES = ("queue_app_chainentry", "queue_app_laneoutcomeentry", "queue_app_chainbatch")
@@ -91,10 +85,7 @@ SEAL_TABLES = ("queue_app_chainentry", "queue_app_laneoutcomeentry", "queue_app_
 
 def reseal_everything() -> None:
     """Recompute every sealed leaf, root and batch hash, as a careful forger would."""
-    with connection.cursor() as cursor:
-        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        for table in SEAL_TABLES:
-            cursor.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
+    with triggers_off(*SEAL_TABLES) as cursor:
         cursor.execute(
             "UPDATE queue_app_chainentry AS e SET leaf = queue_app_decision_leaf(d) "
             "FROM queue_app_decision AS d WHERE d.id = e.decision_id"
@@ -116,8 +107,6 @@ def reseal_everything() -> None:
                 [root, previous, new_hash, batch.seq],
             )
             previous = new_hash
-        for table in SEAL_TABLES:
-            cursor.execute(f"ALTER TABLE {table} ENABLE TRIGGER USER")
 
 
 def test_the_checkpoint_seals_first_and_names_the_last_batch(queue, alice, tmp_path):

@@ -22,7 +22,14 @@ from queue_app.models import (
     ReviewItem,
 )
 from queue_app.services import claim_batch, claim_next, overturn_decision, submit_decision
-from tests.conftest import make_items, make_legacy, make_queue, run_in_threads, shown_hash
+from tests.conftest import (
+    make_items,
+    make_legacy,
+    make_queue,
+    run_in_threads,
+    shown_hash,
+    triggers_off,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -112,16 +119,13 @@ def test_verify_decisions_names_a_row_altered_with_triggers_disabled(queue, alic
             evidence_hash=shown_hash(item),
         )
     seal_all()
-    with connection.cursor() as cursor:
-        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        cursor.execute("ALTER TABLE queue_app_decision DISABLE TRIGGER USER")
+    with triggers_off("queue_app_decision") as cursor:
         cursor.execute(
             "UPDATE queue_app_decision SET verdict = 'reject', reason_code_id = "
             "(SELECT id FROM queue_app_reasoncode WHERE code = 'fraud' AND queue_id = %s) "
             "WHERE id = %s",
             [queue.pk, decision.pk],
         )
-        cursor.execute("ALTER TABLE queue_app_decision ENABLE TRIGGER USER")
     with pytest.raises(CommandError, match=f"broken at decision {decision.pk}"):
         call_command("verify_decisions")
 
@@ -139,9 +143,7 @@ def test_recomputing_the_altered_rows_hash_breaks_the_next_link(queue, alice, de
         evidence_hash=shown_hash(item),
     )
     make_legacy([decision.pk, later.pk])
-    with connection.cursor() as cursor:
-        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        cursor.execute("ALTER TABLE queue_app_decision DISABLE TRIGGER USER")
+    with triggers_off("queue_app_decision") as cursor:
         cursor.execute("UPDATE queue_app_decision SET note = 'forged' WHERE id = %s", [decision.pk])
         # A careful forger recomputes the altered row's own hash ...
         cursor.execute(
@@ -149,7 +151,6 @@ def test_recomputing_the_altered_rows_hash_breaks_the_next_link(queue, alice, de
             "'|' || queue_app_decision_chain_input(d), 'UTF8')), 'hex') WHERE id = %s",
             [decision.pk],
         )
-        cursor.execute("ALTER TABLE queue_app_decision ENABLE TRIGGER USER")
     # ... and the next link gives it away.
     with pytest.raises(CommandError, match=f"broken at decision {later.pk}"):
         call_command("verify_decisions")
@@ -408,14 +409,11 @@ def test_verify_decisions_names_a_decision_whose_recorded_reviewer_was_altered(
     queue, alice, decision, forged
 ):
     seal_all()
-    with connection.cursor() as cursor:
-        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        cursor.execute("ALTER TABLE queue_app_decision DISABLE TRIGGER USER")
+    with triggers_off("queue_app_decision") as cursor:
         cursor.execute(
             f"UPDATE queue_app_decision SET reviewer_username = {forged} WHERE id = %s",
             [decision.pk],
         )
-        cursor.execute("ALTER TABLE queue_app_decision ENABLE TRIGGER USER")
     with pytest.raises(CommandError, match=f"broken at decision {decision.pk}"):
         call_command("verify_decisions")
 

@@ -33,7 +33,7 @@ from queue_app.models import (
     UnsealedLaneOutcome,
 )
 from queue_app.services import claim_lane_task, confirm_check
-from tests.conftest import run_in_threads
+from tests.conftest import run_in_threads, triggers_off
 from tests.lanes.conftest import bulk_checks, confirm_one
 from tests.test_checkpoint import reseal_everything, verify, write_checkpoint
 
@@ -51,13 +51,8 @@ def as_owner(statement: str, params: list) -> None:
         "queue_app_laneoutcomeentry",
         "queue_app_chainbatch",
     )
-    with connection.cursor() as cursor:
-        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        for table in tables:
-            cursor.execute(f"ALTER TABLE {table} DISABLE TRIGGER ALL")
+    with triggers_off(*tables, foreign_keys=True) as cursor:
         cursor.execute(statement, params)
-        for table in tables:
-            cursor.execute(f"ALTER TABLE {table} ENABLE TRIGGER ALL")
 
 
 def test_an_outcome_is_sealed_after_the_decisions_of_its_batch(checked_queue, alice, carol):
@@ -92,6 +87,26 @@ def test_a_decisions_inclusion_proof_covers_the_outcomes_in_its_batch(
             [bytes.fromhex(h) for h in proof["path"]],
         )
         assert root.hex() == batch.merkle_root
+
+
+def test_a_full_batch_takes_decisions_first_and_outcomes_in_the_room_left(
+    checked_queue, alice, bob, carol
+):
+    # Two confirmed checks: two decisions and two outcomes wait for the sealer.
+    first = confirm_one(checked_queue, alice, carol)
+    second = confirm_one(checked_queue, bob, carol)
+    assert seal_pending(limit=1) == 1  # the oldest decision alone
+    assert seal_pending(limit=2) == 2  # the other decision, then the oldest outcome
+    assert seal_pending(limit=5) == 1  # what is left
+    assert seal_pending(limit=5) == 0
+    one, two, three = ChainBatch.objects.order_by("seq")
+    assert [e.decision_id for e in one.entries.all()] == [first.task.decision_id]
+    assert [e.decision_id for e in two.entries.all()] == [second.task.decision_id]
+    assert [(e.outcome_id, e.position) for e in two.outcome_entries.all()] == [(first.pk, 1)]
+    assert [(e.outcome_id, e.position) for e in three.outcome_entries.all()] == [(second.pk, 0)]
+    assert not three.entries.exists()
+    result = verify_chain()
+    assert result.ok, result.message
 
 
 @pytest.mark.parametrize(
