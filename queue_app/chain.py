@@ -114,18 +114,15 @@ def seal_pending(*, limit: int = SEAL_BATCH_LIMIT) -> int:
             cursor.execute(sql.TRY_SEAL_LOCK, {"key": SEAL_LOCK_KEY})
             if not cursor.fetchone()[0]:
                 return 0  # another sealer is at it; what it misses, the next round takes
-        rows = fetch_dicts(sql.TAKE_UNSEALED, {"limit": limit})
-        outcomes = (
-            fetch_dicts(sql.TAKE_UNSEALED_OUTCOMES, {"limit": limit - len(rows)})
-            if len(rows) < limit
-            else []
-        )
-        size = len(rows) + len(outcomes)
+        # The tree's leaves in position order: the decisions, then the outcomes.
+        taken = fetch_dicts(sql.TAKE_UNSEALED, {"limit": limit})
+        size = len(taken)
         if not size:
             return 0
+        rows = [r for r in taken if r["kind"] == "decision"]
+        outcomes = [r for r in taken if r["kind"] == "outcome"]
         [previous] = fetch_dicts(sql.SEAL_PREDECESSOR, {})
-        # The tree's leaves in position order: the decisions, then the outcomes.
-        root = merkle_root([bytes.fromhex(r["leaf"]) for r in (*rows, *outcomes)]).hex()
+        root = merkle_root([bytes.fromhex(r["leaf"]) for r in taken]).hex()
         seq = previous["seq"] + 1
         fetch_dicts(
             sql.INSERT_BATCH,

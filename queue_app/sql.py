@@ -461,32 +461,31 @@ BATCH_AT = "SELECT batch_hash, size FROM queue_app_chainbatch WHERE seq = %(seq)
 # the transaction's; a sealer that dies releases it with its connection).
 TRY_SEAL_LOCK = "SELECT pg_try_advisory_xact_lock(%(key)s)"
 
-# Take up to %(limit)s committed, unsealed decisions (oldest first) off the sealer's list and
-# return each with its Merkle leaf. A decision whose transaction has not committed yet is not
-# visible here and waits for the next round: nothing is sealed before it is final.
+# Take up to %(limit)s committed, unsealed entries (oldest first) off the sealer's lists and
+# return each with its Merkle leaf: decisions first, then second-person outcomes (migration
+# 0020) in what room the decisions leave. One statement, one round trip a round, so an idle
+# sealer reads both lists at the cost of one. An entry whose transaction has not committed yet
+# is not visible here and waits for the next round: nothing is sealed before it is final. Both
+# DELETEs see the same snapshot; the outcomes' LIMIT reads how many decisions were taken.
 TAKE_UNSEALED = """
-WITH taken AS (
+WITH decisions AS (
     DELETE FROM queue_app_unsealeddecision
      WHERE decision_id IN (SELECT decision_id FROM queue_app_unsealeddecision
                             ORDER BY decision_id LIMIT %(limit)s)
  RETURNING decision_id
-)
-SELECT d.id, queue_app_decision_leaf(d) AS leaf
-  FROM queue_app_decision AS d JOIN taken ON taken.decision_id = d.id
- ORDER BY d.id
-"""
-
-# The same for second-person outcomes (migration 0020), sealed after the batch's decisions.
-TAKE_UNSEALED_OUTCOMES = """
-WITH taken AS (
+), outcomes AS (
     DELETE FROM queue_app_unsealedlaneoutcome
      WHERE outcome_id IN (SELECT outcome_id FROM queue_app_unsealedlaneoutcome
-                           ORDER BY outcome_id LIMIT %(limit)s)
+                           ORDER BY outcome_id
+                           LIMIT %(limit)s - (SELECT count(*) FROM decisions))
  RETURNING outcome_id
 )
-SELECT o.task_id AS id, queue_app_laneoutcome_leaf(o) AS leaf
-  FROM queue_app_laneoutcome AS o JOIN taken ON taken.outcome_id = o.task_id
- ORDER BY o.task_id
+SELECT 'decision' AS kind, d.id, queue_app_decision_leaf(d) AS leaf
+  FROM queue_app_decision AS d JOIN decisions ON decisions.decision_id = d.id
+UNION ALL
+SELECT 'outcome', o.task_id, queue_app_laneoutcome_leaf(o)
+  FROM queue_app_laneoutcome AS o JOIN outcomes ON outcomes.outcome_id = o.task_id
+ ORDER BY kind, id
 """
 
 # The batch a new seal chains to: the last batch, or (for the first batch) the head of the
