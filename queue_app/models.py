@@ -400,11 +400,15 @@ class ReviewItem(models.Model):
                 name="item_subject_key",
                 condition=Q(subject_key__isnull=False),
             ),
-            # Deadlines of open work, for the breach and at-risk counts (/ops/, console home).
+            # Deadlines of open work, for the breach and at-risk counts (/ops/, console home):
+            # an item awaiting its check is open until the check confirms it (migration 0022).
             models.Index(
                 fields=["queue", "due_at"],
                 name="item_open_due",
-                condition=Q(state__in=["pending", "leased", "held"], due_at__isnull=False),
+                condition=Q(
+                    state__in=["pending", "leased", "held", "awaiting_check"],
+                    due_at__isnull=False,
+                ),
             ),
             # Expired leases, oldest first, found at claim time without a sweeper.
             models.Index(

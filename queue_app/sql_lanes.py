@@ -152,6 +152,8 @@ _NO_REASON = "NULL::bigint"
 # Confirm a check: the outcome, the maker's effect job (the worker then applies the maker's
 # verdict exactly once), the item decided, the QA task if the decision was drawn for QA, and
 # the audit event, in one statement. The service has verified the evidence under LOCK_LANE_TASK.
+# The item's decided_at becomes the confirmation's time: its outcome is final only now, and its
+# deadline ran until now (migration 0021; the maker's time stays on the decision row).
 CONFIRM_CHECK = _FINISH.format(
     reason=_NO_REASON,
     more="""
@@ -160,7 +162,7 @@ CONFIRM_CHECK = _FINISH.format(
            (decision_id, queue_id, created_at, attempts, next_attempt_at, last_error, dead)
     SELECT decision_id, queue_id, now(), 0, now(), '', false FROM done
 ), item AS (
-    UPDATE queue_app_reviewitem AS i SET state = 'decided'
+    UPDATE queue_app_reviewitem AS i SET state = 'decided', decided_at = now()
       FROM done WHERE i.id = done.item_id AND i.state = 'awaiting_check'
 ), qa AS (
     INSERT INTO queue_app_lanetask

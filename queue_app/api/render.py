@@ -97,7 +97,7 @@ def item_out(item: ReviewItem, client: ApiClient) -> dict[str, Any]:
         "evidence_hash": item_evidence_hash(item),
         "due_at": item.due_at,
         "breached": services.is_breached(
-            due_at=item.due_at, now=timezone.now(), decided_at=item.decided_at
+            due_at=item.due_at, now=timezone.now(), decided_at=item.decided_at, state=item.state
         ),
         "subject_key": item.subject_key,
         "hold_until": item.hold_until,
@@ -182,7 +182,7 @@ def subject_item_out(row: dict[str, Any], now: Any) -> dict[str, Any]:
         "created_at": row["created_at"],
         "due_at": row["due_at"],
         "breached": services.is_breached(
-            due_at=row["due_at"], now=now, decided_at=row["decided_at"]
+            due_at=row["due_at"], now=now, decided_at=row["decided_at"], state=row["state"]
         ),
         "decided_at": row["decided_at"],
         "standing_outcome": row["verdict"],

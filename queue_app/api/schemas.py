@@ -315,8 +315,9 @@ class ItemOut(Schema):
         description="The deadline (null: none); pushed back by the time the item spent on hold."
     )
     breached: bool = Field(
-        description="Whether the deadline passed before the item was decided (or, still "
-        "open, before now)."
+        description="Whether the deadline passed before the item's outcome was final (or, "
+        "still open, before now). An item awaiting its check is open: its deadline runs "
+        "until the check confirms the decision."
     )
     subject_key: str | None
     hold_until: datetime | None = Field(description="While on hold: when it comes back.")
@@ -327,7 +328,11 @@ class ItemOut(Schema):
     trace_id: uuid.UUID
     created_at: datetime
     evidence_updated_at: datetime | None
-    decided_at: datetime | None
+    decided_at: datetime | None = Field(
+        description="When the item's outcome became final: its reviewer's decision, or for a "
+        "decision that needs a check, the checker's confirmation (awaiting the check: the "
+        "reviewer's decision)."
+    )
     lease_count: int
     lease_expires: datetime | None
     leased_to_you: bool

@@ -28,7 +28,8 @@ from queue_app.services import (
     subject_history,
 )
 
-OPEN_STATES = (ItemState.PENDING, ItemState.LEASED, ItemState.HELD)
+# Open work against its deadline: an item awaiting its check is open until it is confirmed.
+OPEN_STATES = (ItemState.PENDING, ItemState.LEASED, ItemState.HELD, ItemState.AWAITING_CHECK)
 # What the hold form offers first: a day, or the queue's maximum if that is shorter.
 DEFAULT_HOLD = timedelta(days=1)
 
@@ -52,7 +53,9 @@ def deadline_context(item: ReviewItem, now: datetime) -> dict[str, Any]:
     """What the status box says about the item's deadline and hold."""
     context: dict[str, Any] = {
         "due_words": deadline_words(due_at=item.due_at, now=now),
-        "breached": is_breached(due_at=item.due_at, now=now, decided_at=item.decided_at),
+        "breached": is_breached(
+            due_at=item.due_at, now=now, decided_at=item.decided_at, state=item.state
+        ),
         "at_risk": (
             item.due_at is not None
             and item.state != ItemState.DECIDED

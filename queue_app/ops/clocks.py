@@ -25,6 +25,7 @@ class SlaFigures:
     slug: str
     name: str
     breached: int = 0
+    breached_checks: int = 0  # of the breached, those awaiting their check
     at_risk: int = 0
     on_hold: int = 0
     due_back: int = 0
@@ -48,6 +49,7 @@ def read_sla(*, hours: int = SLA_WINDOW_HOURS) -> list[SlaFigures]:
     for row in fetch_dicts(sql.SLA_OPEN, {}, using=read_alias()):
         if (f := figures.get(row["queue_id"])) is not None:
             f.breached, f.at_risk = row["breached"], row["at_risk"]
+            f.breached_checks = row["breached_checks"]
             f.on_hold, f.due_back = row["on_hold"], row["due_back"]
             f.oldest_hold_age = _seconds(row["oldest_hold_seconds"])
     for row in fetch_dicts(sql.SLA_DECISIONS, {"hours": hours}, using=read_alias()):

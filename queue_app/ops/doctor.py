@@ -286,24 +286,43 @@ def run_checks(thresholds: Thresholds | None = None) -> list[CheckResult]:
 
 
 def check_sla_breach(t: Thresholds) -> CheckResult:
-    """SLA_BREACH: no open item is past its deadline (issue 15; items on hold are paused)."""
+    """SLA_BREACH: no open item is past its deadline (issue 15; items on hold are paused, and
+    an item awaiting its check is open until the check confirms it)."""
     breached = [
-        {"queue": f.slug, "breached": f.breached, "at_risk": f.at_risk}
+        {
+            "queue": f.slug,
+            "breached": f.breached,
+            "awaiting_check": f.breached_checks,
+            "at_risk": f.at_risk,
+        }
         for f in read_sla()
         if f.breached
     ]
     if not breached:
         return CheckResult("SLA_BREACH", True, "No open item is past its deadline.")
+    advice = (
+        "Next item already takes the earliest deadline first within a priority: if "
+        "breaches grow, the queue needs more reviewers or its default SLA is shorter than the "
+        "work takes. Items waiting on the customer should be put on hold (the deadline pauses) "
+        "rather than left open; raise the priority of the breached items if they must go first."
+    )
+    if any(b["awaiting_check"] for b in breached):
+        advice += (
+            " Items awaiting their check are decided but not final: they need a checker "
+            "(the Checks lane), not another reviewer."
+        )
     return CheckResult(
         "SLA_BREACH",
         False,
         "Open items are past their deadline: "
-        + ", ".join(f"{b['queue']} ({b['breached']})" for b in breached),
+        + ", ".join(
+            f"{b['queue']} ({b['breached']}"
+            + (f", {b['awaiting_check']} awaiting their check" if b["awaiting_check"] else "")
+            + ")"
+            for b in breached
+        ),
         details=breached,
-        advice="Next item already takes the earliest deadline first within a priority: if "
-        "breaches grow, the queue needs more reviewers or its default SLA is shorter than the "
-        "work takes. Items waiting on the customer should be put on hold (the deadline pauses) "
-        "rather than left open; raise the priority of the breached items if they must go first.",
+        advice=advice,
     )
 
 

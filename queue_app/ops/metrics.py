@@ -184,7 +184,16 @@ class SlaCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         q = ["queue"]
-        breached = _gauge("items_breached", "Open items past their deadline.", q)
+        breached = _gauge(
+            "items_breached",
+            "Open items past their deadline (items awaiting their check included).",
+            q,
+        )
+        breached_checks = _gauge(
+            "items_breached_awaiting_check",
+            "Of the breached items, those decided but awaiting their check.",
+            q,
+        )
         at_risk = _gauge(
             "items_at_risk", "Open items due within the queue's SLA warning window.", q
         )
@@ -194,18 +203,20 @@ class SlaCollector(Collector):
         )
         late = _gauge(
             "decisions_after_deadline_window",
-            f"Reviewer verdicts after the item's deadline in the last {SLA_WINDOW_HOURS} hours.",
+            "Outcomes made final after the item's deadline in the last "
+            f"{SLA_WINDOW_HOURS} hours (a checked decision at its confirmation).",
             q,
         )
         ttd = _gauge(
             "time_to_deadline_at_decision_seconds",
-            f"Time left to the deadline when decided, last {SLA_WINDOW_HOURS} hours "
-            "(negative: late).",
+            f"Time left to the deadline when the outcome became final, last {SLA_WINDOW_HOURS} "
+            "hours (negative: late).",
             ["queue", "quantile"],
         )
         for f in self.figures:
             label = [f.slug]
             breached.add_metric(label, f.breached)
+            breached_checks.add_metric(label, f.breached_checks)
             at_risk.add_metric(label, f.at_risk)
             on_hold.add_metric(label, f.on_hold)
             oldest_hold.add_metric(label, _secs(f.oldest_hold_age))
@@ -213,4 +224,4 @@ class SlaCollector(Collector):
             for quantile, value in (("0.5", f.ttd_p50), ("0.9", f.ttd_p90)):
                 if value is not None:
                     ttd.add_metric([f.slug, quantile], value.total_seconds())
-        yield from (breached, at_risk, on_hold, oldest_hold, late, ttd)
+        yield from (breached, breached_checks, at_risk, on_hold, oldest_hold, late, ttd)

@@ -228,19 +228,23 @@ SELECT relname::text AS table_name, n_live_tup, n_dead_tup, last_autovacuum, las
 # -- deadlines and holds (issue 15) ---------------------------------------------------------------
 
 # Open work against its deadline, and holds, per queue. Two halves, each on its own partial
-# index: deadlines of open items (item_open_due: pending, leased or held with a due_at) and
-# holds (item_held_until). Breached: due_at passed. At risk: due within the queue's
-# sla_warning. On hold: held and not yet due back; due back: held, time come, not yet claimed
-# (the next claim takes it). Decided history is never read.
+# index: deadlines of open items (item_open_due: pending, leased, held, or decided but awaiting
+# its check, with a due_at) and holds (item_held_until). An item's deadline runs until its
+# outcome is final, so a check left waiting counts (migration 0021); breached_checks says how
+# many of the breached are waiting for a checker rather than a reviewer. Breached: due_at
+# passed. At risk: due within the queue's sla_warning. On hold: held and not yet due back; due
+# back: held, time come, not yet claimed (the next claim takes it). Decided history is never read.
 SLA_OPEN = """
 WITH deadlines AS (
     SELECT i.queue_id,
            count(*) FILTER (WHERE i.due_at < now()) AS breached,
+           count(*) FILTER (WHERE i.due_at < now() AND i.state = 'awaiting_check')
+               AS breached_checks,
            count(*) FILTER (WHERE i.due_at >= now() AND i.due_at < now() + q.sla_warning)
                AS at_risk
       FROM queue_app_reviewitem AS i
       JOIN queue_app_queue AS q ON q.id = i.queue_id
-     WHERE i.state IN ('pending', 'leased', 'held') AND i.due_at IS NOT NULL
+     WHERE i.state IN ('pending', 'leased', 'held', 'awaiting_check') AND i.due_at IS NOT NULL
      GROUP BY i.queue_id
 ), holds AS (
     SELECT queue_id,
@@ -253,29 +257,44 @@ WITH deadlines AS (
      GROUP BY queue_id
 )
 SELECT coalesce(d.queue_id, h.queue_id) AS queue_id,
-       coalesce(d.breached, 0) AS breached, coalesce(d.at_risk, 0) AS at_risk,
+       coalesce(d.breached, 0) AS breached, coalesce(d.breached_checks, 0) AS breached_checks,
+       coalesce(d.at_risk, 0) AS at_risk,
        coalesce(h.on_hold, 0) AS on_hold, coalesce(h.due_back, 0) AS due_back,
        h.oldest_hold_seconds
   FROM deadlines AS d FULL JOIN holds AS h ON h.queue_id = d.queue_id
 """
 
-# Reviewer verdicts of the last %(hours)s hours on items with a deadline: how many came after
-# it, and the time left to the deadline at the moment of decision (p50, p90; negative = late).
-# Bounded by the decisions' BRIN window like every other figure over the log; one primary-key
-# probe per decision for its item's due_at (a decided item's due_at never moves again).
+# Outcomes made final in the last %(hours)s hours on items with a deadline: how many came after
+# it, and the time left to the deadline at that moment (p50, p90; negative = late). A verdict
+# that needs no check is final when recorded; one that needs a check, when the checker confirms
+# it (a returned one never is). Two halves, each bounded by its own time index: the decisions'
+# BRIN window (with one probe of queue_app_lanetask's decision index each, for a check), and
+# the check outcomes' laneoutcome_kind_at. One primary-key probe per outcome for its item's
+# due_at (a decided item's due_at never moves again).
 SLA_DECISIONS = """
-SELECT d.queue_id,
+WITH final AS (
+    SELECT d.queue_id, d.item_id, d.created_at AS at
+      FROM queue_app_decision AS d
+     WHERE d.created_at >= now() - make_interval(hours => %(hours)s)
+       AND d.verdict <> 'overturn'
+       AND NOT EXISTS (SELECT 1 FROM queue_app_lanetask AS t
+                        WHERE t.decision_id = d.id AND t.kind = 'check')
+    UNION ALL
+    SELECT t.queue_id, t.item_id, o.created_at
+      FROM queue_app_laneoutcome AS o
+      JOIN queue_app_lanetask AS t ON t.id = o.task_id
+     WHERE o.kind = 'check' AND o.created_at >= now() - make_interval(hours => %(hours)s)
+       AND o.result = 'confirmed'
+)
+SELECT f.queue_id,
        count(*) AS samples,
-       count(*) FILTER (WHERE d.created_at > i.due_at) AS late,
-       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM i.due_at - d.created_at))
-           AS p50,
-       percentile_cont(0.9) WITHIN GROUP (ORDER BY extract(epoch FROM i.due_at - d.created_at))
-           AS p90
-  FROM queue_app_decision AS d
-  JOIN queue_app_reviewitem AS i ON i.id = d.item_id
- WHERE d.created_at >= now() - make_interval(hours => %(hours)s)
-   AND d.verdict <> 'overturn' AND i.due_at IS NOT NULL
- GROUP BY d.queue_id
+       count(*) FILTER (WHERE f.at > i.due_at) AS late,
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM i.due_at - f.at)) AS p50,
+       percentile_cont(0.9) WITHIN GROUP (ORDER BY extract(epoch FROM i.due_at - f.at)) AS p90
+  FROM final AS f
+  JOIN queue_app_reviewitem AS i ON i.id = f.item_id
+ WHERE i.due_at IS NOT NULL
+ GROUP BY f.queue_id
 """
 
 # -- the sealed log (migrations 0010 and 0020) -----------------------------------------------------

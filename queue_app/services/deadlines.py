@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from queue_app.errors import InvalidDeadline
-from queue_app.models import Queue
+from queue_app.models import ItemState, Queue
 
 # An SLA longer than five years is a typo, not a service level.
 SLA_SECONDS_RANGE = (1, 5 * 365 * 24 * 3600)
@@ -67,9 +67,17 @@ def deadline_words(*, due_at: datetime | None, now: datetime) -> str:
 
 
 def is_breached(
-    *, due_at: datetime | None, now: datetime, decided_at: datetime | None = None
+    *,
+    due_at: datetime | None,
+    now: datetime,
+    decided_at: datetime | None = None,
+    state: str | None = None,
 ) -> bool:
-    """Whether the deadline passed before the item was decided (or, while open, before now)."""
+    """Whether the deadline passed before the item's outcome was final (or, while it is open,
+    before now). An item awaiting its check is still open: its decided_at is the maker's, and
+    the deadline runs until the checker confirms it (CONFIRM_CHECK then sets decided_at)."""
     if due_at is None:
         return False
+    if state == ItemState.AWAITING_CHECK:
+        decided_at = None
     return (decided_at or now) > due_at

@@ -1,0 +1,44 @@
+"""An item's deadline runs until its outcome is final: for a decision that needs a check, until
+the checker confirms it.
+
+Until now a confirmed item kept the maker's time as decided_at, and an item awaiting its check
+was counted neither as open work nor as breached: a check left waiting past the deadline was
+invisible to /ops/, doctor and the console. From here on CONFIRM_CHECK sets decided_at to the
+confirmation's time. This migration gives the items confirmed before it the same meaning, from
+their check's outcome (the outcome rows and the decisions are not touched; the maker's time
+stays on the decision). Reversing it puts the maker's time back.
+"""
+
+from django.db import migrations
+
+# One confirmed check per item at most (a confirmed item is decided and never leased again);
+# max() keeps the statement exact whatever.
+FORWARD = """
+UPDATE queue_app_reviewitem AS i
+   SET decided_at = c.confirmed_at
+  FROM (SELECT t.item_id, max(o.created_at) AS confirmed_at
+          FROM queue_app_lanetask AS t
+          JOIN queue_app_laneoutcome AS o ON o.task_id = t.id
+         WHERE t.kind = 'check' AND o.result = 'confirmed'
+         GROUP BY t.item_id) AS c
+ WHERE i.id = c.item_id AND i.state = 'decided'
+   AND i.decided_at IS DISTINCT FROM c.confirmed_at
+"""
+
+BACKWARD = """
+UPDATE queue_app_reviewitem AS i
+   SET decided_at = c.decided_at
+  FROM (SELECT t.item_id, max(d.created_at) AS decided_at
+          FROM queue_app_lanetask AS t
+          JOIN queue_app_laneoutcome AS o ON o.task_id = t.id
+          JOIN queue_app_decision AS d ON d.id = t.decision_id
+         WHERE t.kind = 'check' AND o.result = 'confirmed'
+         GROUP BY t.item_id) AS c
+ WHERE i.id = c.item_id AND i.state = 'decided'
+"""
+
+
+class Migration(migrations.Migration):
+    dependencies = [("queue_app", "0020_seal_lane_outcomes")]
+
+    operations = [migrations.RunSQL(FORWARD, BACKWARD)]
