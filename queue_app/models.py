@@ -404,7 +404,7 @@ class ReviewItem(models.Model):
             # an item awaiting its check is open until the check confirms it (migration 0022).
             models.Index(
                 fields=["queue", "due_at"],
-                name="item_open_due",
+                name="item_open_work_due",
                 condition=Q(
                     state__in=["pending", "leased", "held", "awaiting_check"],
                     due_at__isnull=False,

@@ -480,12 +480,12 @@ WITH decisions AS (
                            LIMIT %(limit)s - (SELECT count(*) FROM decisions))
  RETURNING outcome_id
 )
-SELECT 'decision' AS kind, d.id, queue_app_decision_leaf(d) AS leaf
+SELECT 0 AS part, 'decision' AS kind, d.id, queue_app_decision_leaf(d) AS leaf
   FROM queue_app_decision AS d JOIN decisions ON decisions.decision_id = d.id
 UNION ALL
-SELECT 'outcome', o.task_id, queue_app_laneoutcome_leaf(o)
+SELECT 1, 'outcome', o.task_id, queue_app_laneoutcome_leaf(o)
   FROM queue_app_laneoutcome AS o JOIN outcomes ON outcomes.outcome_id = o.task_id
- ORDER BY kind, id
+ ORDER BY part, id
 """
 
 # The batch a new seal chains to: the last batch, or (for the first batch) the head of the

@@ -117,9 +117,11 @@ def triggers_off(*tables: str, foreign_keys: bool = False) -> Iterator[Any]:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         for table in tables:
             cursor.execute(f"ALTER TABLE {table} DISABLE TRIGGER {which}")
-        yield cursor
-        for table in tables:
-            cursor.execute(f"ALTER TABLE {table} ENABLE TRIGGER {which}")
+        try:
+            yield cursor
+        finally:
+            for table in tables:
+                cursor.execute(f"ALTER TABLE {table} ENABLE TRIGGER {which}")
 
 
 def make_legacy(decision_ids: list[int]) -> None:

@@ -159,8 +159,9 @@ def hold(request: HttpRequest, item_id: ItemId, body: HoldIn) -> dict[str, Any]:
 
     The lease ends; the item comes back to the queue at hold_until (or when its evidence is
     replaced), first in line; its deadline is pushed back by the hold. A retry of a hold that
-    already went through (same token, reason and time) answers 200 with that hold again;
-    409 stale_lease if the lease is no longer yours.
+    already went through (same token, reason and time) answers 200 with that hold again, and
+    the item's state now (held, unless the hold has ended since); 409 stale_lease if the lease
+    is no longer yours.
     """
     client = client_of(request)
     require_scope(client, ApiScope.ADJUDICATE)
@@ -193,7 +194,7 @@ def hold(request: HttpRequest, item_id: ItemId, body: HoldIn) -> dict[str, Any]:
             raise
     return {
         "id": item_id,
-        "state": ItemState.HELD,
+        "state": held.get("state", ItemState.HELD),
         "reason_code": body.reason_code,
         "hold_until": held["hold_until"],
         "due_at": held["due_at"],

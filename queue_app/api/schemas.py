@@ -407,7 +407,9 @@ class HoldIn(Schema):
 
 class HoldOut(Schema):
     id: int
-    state: Literal["held"]
+    state: ItemStateName = Field(
+        description="held; a retry answered after the hold ended says the item's state now."
+    )
     reason_code: str
     hold_until: datetime = Field(description="When the item comes back to the queue.")
     due_at: datetime | None = Field(

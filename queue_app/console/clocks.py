@@ -107,7 +107,7 @@ def item_page_extras(
 
 def home_deadline_counts(queues: list[Queue], now: datetime) -> None:
     """Set breached_count and at_risk_count on each queue: open items past their deadline, and
-    due within the queue's warning window. One grouped query on item_open_due."""
+    due within the queue's warning window. One grouped query on item_open_work_due."""
     rows = (
         ReviewItem.objects.filter(
             queue_id__in=[q.pk for q in queues], state__in=OPEN_STATES, due_at__isnull=False
@@ -164,6 +164,13 @@ def item_hold(request: HttpRequest, item_id: int) -> HttpResponse:
             messages.error(request, f"Not put on hold: {exc.message}")
             return redirect("item", item_id=item.pk)
     until = timezone.localtime(held["hold_until"]).strftime("%Y-%m-%d %H:%M %Z")
+    if held.get("state", ItemState.HELD) != ItemState.HELD:
+        messages.info(
+            request,
+            f"Item #{item.pk} was put on hold until {until} by your earlier submission; "
+            "that hold has ended since.",
+        )
+        return redirect("home")
     messages.success(
         request,
         f"Item #{item.pk} is on hold until {until}; it comes back to {item.queue.name} by itself "

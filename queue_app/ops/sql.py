@@ -228,7 +228,7 @@ SELECT relname::text AS table_name, n_live_tup, n_dead_tup, last_autovacuum, las
 # -- deadlines and holds (issue 15) ---------------------------------------------------------------
 
 # Open work against its deadline, and holds, per queue. Two halves, each on its own partial
-# index: deadlines of open items (item_open_due: pending, leased, held, or decided but awaiting
+# index: deadlines of open items (item_open_work_due: pending, leased, held, or decided but awaiting
 # its check, with a due_at) and holds (item_held_until). An item's deadline runs until its
 # outcome is final, so a check left waiting counts (migration 0021); breached_checks says how
 # many of the breached are waiting for a checker rather than a reviewer. Breached: due_at

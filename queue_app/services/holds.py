@@ -19,7 +19,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from queue_app.errors import InvalidHoldReason, InvalidHoldTime, NotPermitted, StaleLease
-from queue_app.models import HoldReason, ItemEvent, ItemEventKind, Queue, ReviewItem
+from queue_app.models import HoldReason, ItemEvent, ItemEventKind, ItemState, Queue, ReviewItem
 from queue_app.services._common import User, guard_timeouts, log_extra, logger, parse_token
 from queue_app.services.access import user_can_review
 from queue_app.services.deadlines import span_words
@@ -105,7 +105,8 @@ def find_completed_hold(
     hold_until: datetime,
 ) -> dict[str, Any] | None:
     """Return the hold this exact request already made (a retry after a lost answer), if any:
-    hold_until, due_at and reason_code as the held event recorded them.
+    hold_until, due_at and reason_code as the held event recorded them, and the item's state
+    now (held, unless the hold has ended since: resumed, claimed again, decided).
 
     The held event stores the lease token that fenced it, so a retry is recognised by what it
     names, as find_completed_decision recognises a decision's; a different reason or resume
@@ -126,10 +127,13 @@ def find_completed_hold(
         recorded = parse_datetime(event.detail.get("hold_until") or "")
         if recorded is not None and recorded == hold_until:
             due_at = event.detail.get("due_at")
+            now = ReviewItem.objects.filter(pk=item_id).values("state", "held_at").first() or {}
+            still_held = now.get("state") == ItemState.HELD and now.get("held_at") == event.at
             return {
                 "reason_code": reason_code,
                 "hold_until": recorded,
                 "due_at": parse_datetime(due_at) if due_at else None,
+                "state": ItemState.HELD if still_held else now.get("state"),
             }
     return None
 

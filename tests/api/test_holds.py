@@ -156,3 +156,17 @@ def test_another_client_replaying_the_hold_is_refused(api, leased, queue):
     _, second = make_client("second", [queue])
     replay = caller_for(second).post(f"/items/{leased['id']}/hold", body)
     assert replay.status == 409 and replay.body["error"]["code"] == "stale_lease"
+
+
+def test_a_retry_after_the_hold_ended_says_the_state_now(api, leased):
+    body = hold_body(leased)
+    assert api.post(f"/items/{leased['id']}/hold", body).status == 200
+    make_hold_due(leased["id"])
+    [back] = api.post("/queues/kyc/leases", {"batch_size": 1}).body["items"]
+    assert back["id"] == leased["id"]
+    # The first hold's answer was lost; its retry arrives after the item came back and was
+    # leased again: the same hold is recognised, and the item is not said to be held.
+    retry = api.post(f"/items/{leased['id']}/hold", body)
+    assert retry.status == 200, retry.body
+    assert retry.body["state"] == "leased"
+    assert ItemEvent.objects.filter(item_id=leased["id"], kind="held").count() == 1

@@ -97,6 +97,21 @@ def test_a_hold_submitted_twice_says_it_is_on_hold_both_times(alice, bob, queue)
     assert replay["Location"] == f"/items/{it.pk}/"
 
 
+def test_a_hold_resubmitted_after_it_ended_says_so(alice, bob, queue):
+    add_hold_reasons(queue)
+    it = item(queue, "k")
+    leased = claim_next(queue=queue, reviewer=alice)
+    client = login(alice)
+    until = timezone.localtime(timezone.now() + timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M")
+    assert _hold_post(client, it, leased.lease_token, hold_until=until)["Location"] == "/"
+    make_hold_due(it.pk)
+    assert claim_next(queue=queue, reviewer=bob).pk == it.pk
+    again = _hold_post(client, it, leased.lease_token, hold_until=until)
+    assert again["Location"] == "/"
+    assert "that hold has ended since" in client.get("/").content.decode()
+    assert ReviewItem.objects.get(pk=it.pk).lease_owner_id == bob.pk
+
+
 def test_a_bad_hold_says_why_and_changes_nothing(alice, queue):
     add_hold_reasons(queue)
     it = item(queue, "k")
