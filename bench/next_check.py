@@ -1,8 +1,9 @@
 """B9: Next check's claim latency against the size of the Checks lane (issue 14).
 
-The lane's claim (sql_lanes.CLAIM_LANE_TASK) walks the partial index lanetask_open_claim
-(queue, kind, created_at, id) WHERE state = 'open'. Its cost should not grow with the number of
-waiting checks (it takes the oldest) nor with finished ones (not in the index). Measured:
+The lane's claim (sql_lanes.CLAIM_LANE_TASK) walks the partial index lanetask_open_due_claim
+(queue, kind, due_at, created_at, id) WHERE state = 'open'. Its cost should not grow with the
+number of waiting checks (it takes the earliest deadline, then the oldest) nor with finished
+ones (not in the index). Half the loaded items have a deadline, spread over four days. Measured:
 
 - the lane holding 1 waiting check (the smallest lane a claim can take from) and then 100,000,
   with 16 live leases at its head (16 checkers at work, which every claim walks past);
@@ -64,11 +65,12 @@ def _load_chunk(queue_id: int, maker_id: int, reason_id: int, n: int, *, state: 
             WITH items AS (
                 INSERT INTO queue_app_reviewitem
                        (queue_id, intake_queue_id, state, priority, created_at, subject, payload,
-                        idempotency_key, source_hash, trace_id, lease_count, decided_at)
+                        idempotency_key, source_hash, trace_id, lease_count, decided_at, due_at)
                 SELECT %(q)s, %(q)s, %(item_state)s, 0, clock_timestamp(), %(subject)s, '{}',
-                       'bench-' || g || '-' || gen_random_uuid(), '', gen_random_uuid(), 1, now()
+                       'bench-' || g || '-' || gen_random_uuid(), '', gen_random_uuid(), 1, now(),
+                       CASE WHEN g %% 2 = 0 THEN now() + (g %% 97) * interval '1 hour' END
                   FROM generate_series(1, %(n)s) AS g
-             RETURNING id, queue_id
+             RETURNING id, queue_id, due_at
             ), decisions AS (
                 INSERT INTO queue_app_decision
                        (item_id, queue_id, reviewer_id, verdict, reason_code_id, evidence_hash,
@@ -80,13 +82,13 @@ def _load_chunk(queue_id: int, maker_id: int, reason_id: int, n: int, *, state: 
             )
             INSERT INTO queue_app_lanetask
                    (kind, queue_id, item_id, decision_id, maker_id, state, lease_count,
-                    created_at, done_at, lease_owner_id, lease_token, lease_expires)
-            SELECT 'check', queue_id, item_id, id, reviewer_id, %(state)s, 0,
-                   clock_timestamp(), CASE WHEN %(done)s THEN now() END,
+                    due_at, created_at, done_at, lease_owner_id, lease_token, lease_expires)
+            SELECT 'check', d.queue_id, d.item_id, d.id, d.reviewer_id, %(state)s, 0,
+                   i.due_at, clock_timestamp(), CASE WHEN %(done)s THEN now() END,
                    CASE WHEN %(done)s THEN %(checker)s END,
                    CASE WHEN %(done)s THEN gen_random_uuid() END,
                    CASE WHEN %(done)s THEN now() END
-              FROM decisions
+              FROM decisions AS d JOIN items AS i ON i.id = d.item_id
             """,
             {
                 "q": queue_id,
@@ -104,7 +106,7 @@ def _load_chunk(queue_id: int, maker_id: int, reason_id: int, n: int, *, state: 
 
 
 def lease_head(queue_id: int, holder_ids: list[int]) -> None:
-    """Give the oldest open checks live leases, as if checkers were at work on them."""
+    """Give the first open checks in claim order live leases, as if checkers were at work."""
     from django.db import connection
 
     with connection.cursor() as c:
@@ -115,7 +117,7 @@ def lease_head(queue_id: int, holder_ids: list[int]) -> None:
                        lease_expires = now() + interval '1 hour'
                  WHERE id = (SELECT id FROM queue_app_lanetask
                               WHERE queue_id = %s AND state = 'open' AND lease_owner_id IS NULL
-                              ORDER BY created_at, id LIMIT 1)
+                              ORDER BY due_at, created_at, id LIMIT 1)
                 """,
                 [holder, queue_id],
             )

@@ -115,7 +115,8 @@ class LaneTask(models.Model):
     """Work a second person must do on one decision: check it, QA it, or adjudicate a QA.
 
     Claimed like an item (sql_lanes.CLAIM_LANE_TASK): an open task whose lease is absent or
-    expired, oldest first, under FOR UPDATE SKIP LOCKED, stamped with a new random token.
+    expired, the earliest deadline first (then the oldest), under FOR UPDATE SKIP LOCKED,
+    stamped with a new random token.
     """
 
     kind = models.CharField(max_length=16, choices=LaneKind.choices)
@@ -146,17 +147,24 @@ class LaneTask(models.Model):
     lease_token = models.UUIDField(null=True, blank=True)
     lease_expires = models.DateTimeField(null=True, blank=True)
     lease_count = models.PositiveIntegerField(default=0)
+    # A check's item deadline, copied when the check is queued (sql.INSERT_DECISION): the
+    # deadline runs until the check confirms the decision, so Next check takes the most urgent
+    # first. Exact, not a cache: an item awaiting its check cannot be held or have its evidence
+    # replaced, the only two things that move due_at. NULL for QA and adjudication (their item
+    # is final) and for items without a deadline: those come after, oldest first.
+    due_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     done_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["created_at", "id"]
         indexes = [
-            # The claim's walk: open tasks of one lane, oldest first. Done tasks (nearly all
-            # of them, in time) are not in it, so a claim's cost does not grow with history.
+            # The claim's walk: open tasks of one lane, the earliest deadline first (none
+            # last), then the oldest. Done tasks (nearly all of them, in time) are not in it,
+            # so a claim's cost does not grow with history.
             models.Index(
-                fields=["queue", "kind", "created_at", "id"],
-                name="lanetask_open_claim",
+                fields=["queue", "kind", "due_at", "created_at", "id"],
+                name="lanetask_open_due_claim",
                 condition=Q(state="open"),
             ),
             # A checker's own live lease, found by Next check in a second tab.

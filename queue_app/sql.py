@@ -343,13 +343,17 @@ WITH decision AS (
     -- Second-person controls: the item waits for its check (not claimable for review), and
     -- the check (or, for a decision drawn for QA, the QA review) joins its lane. The lane
     -- task's foreign key ties it to this decision's item, queue and maker at statement end.
+    -- A check carries its item's deadline (the claim serves the most urgent first): read from
+    -- the row this UPDATE writes, so no other read; a QA task's is NULL (the item is final).
     UPDATE queue_app_reviewitem SET state = 'awaiting_check'
      WHERE id = %(item_id)s AND queue_id = %(queue_id)s AND %(needs_check)s
+ RETURNING due_at
 ), lane AS (
     INSERT INTO queue_app_lanetask
-           (kind, queue_id, item_id, decision_id, maker_id, state, lease_count, created_at)
+           (kind, queue_id, item_id, decision_id, maker_id, state, lease_count, due_at,
+            created_at)
     SELECT CASE WHEN %(needs_check)s THEN 'check' ELSE 'qa' END,
-           queue_id, item_id, id, reviewer_id, 'open', 0, now()
+           queue_id, item_id, id, reviewer_id, 'open', 0, (SELECT due_at FROM awaiting), now()
       FROM decision WHERE %(needs_check)s OR %(qa_sampled)s
 )
 -- The reason code comes back with the decision (Decision.objects.insert puts it in the

@@ -13,12 +13,14 @@ from __future__ import annotations
 from queue_app.sql import _MAY_REVIEW
 
 # Next check / Next QA / Next adjudication: renew the caller's own live lease in this lane if
-# they hold one (a second tab, a reload), otherwise claim the oldest open task whose lease is
-# absent or expired. Safe because:
+# they hold one (a second tab, a reload), otherwise claim the open task whose lease is absent or
+# expired with the earliest deadline (a check's item's, copied at queueing; none last), then the
+# oldest. Safe because:
 # - the candidate is chosen with FOR UPDATE SKIP LOCKED, so concurrent claimers walk past a
 #   task another is stamping instead of waiting or taking it twice;
 # - `picked` is MATERIALIZED with its LIMIT inside (the planner cannot inline and re-run it);
-# - it walks lanetask_open_claim (queue, kind, created_at, id) WHERE state = 'open': done tasks
+# - it walks lanetask_open_due_claim (queue, kind, due_at, created_at, id) WHERE state = 'open',
+#   in the index's own order (ascending, NULLs last, as ORDER BY below): done tasks
 #   are never read. Live leases stay in the index; a claim walks past at most one per working
 #   second person (a handful), so unlike review items they need no state of their own;
 # - tasks the claimer is barred from (their principal made or QA-reviewed the decision) are
@@ -46,7 +48,7 @@ WITH me AS MATERIALIZED (
     -- the principal tests are wrapped in coalesce() so the planner cannot estimate them. A
     -- lane whose checks mostly come from one maker (an API client: machines decide, people
     -- confirm) made it estimate "no row passes `maker <> me`" and read and sort the whole
-    -- lane instead of walking lanetask_open_claim in order (B9: 10x at 100,000 waiting).
+    -- lane instead of walking lanetask_open_due_claim in order (B9: 10x at 100,000 waiting).
     SELECT t.id FROM queue_app_lanetask AS t
      WHERE t.queue_id = %(queue_id)s AND t.kind = %(kind)s::text AND t.state = 'open'
        AND (t.lease_expires IS NULL OR t.lease_expires < now())
@@ -54,7 +56,7 @@ WITH me AS MATERIALIZED (
        AND coalesce(t.second_principal_id <> (SELECT principal FROM me), true)
        AND (SELECT allowed FROM me)
        AND NOT EXISTS (SELECT 1 FROM mine)
-     ORDER BY t.created_at, t.id
+     ORDER BY t.due_at, t.created_at, t.id
      LIMIT 1
        FOR UPDATE OF t SKIP LOCKED
 ), target AS (
@@ -76,7 +78,8 @@ RETURNING t.*, target.renewed
 """
 )
 
-# Give a task back (fenced): it is the oldest in its lane again for everyone else.
+# Give a task back (fenced): it takes its place in its lane again (by deadline, then age) for
+# everyone else.
 RELEASE_LANE_TASK = """
 UPDATE queue_app_lanetask
    SET lease_owner_id = NULL, lease_token = NULL, lease_expires = NULL
@@ -283,7 +286,7 @@ SELECT l.queue_id, l.slug, l.name, l.kind,
 # -- figures (/ops/, /metrics, doctor) -----------------------------------------------------------
 
 # Open lane tasks per queue and lane with the queue's name, and the database clock (ages are
-# judged by it). One pass over lanetask_open_claim.
+# judged by it). One pass over lanetask_open_due_claim.
 LANE_BACKLOG_NAMED = """
 SELECT q.id AS queue_id, q.slug, q.name, t.kind, count(*) AS open,
        count(*) FILTER (WHERE t.lease_expires > now()) AS leased,

@@ -7,9 +7,13 @@ invisible to /ops/, doctor and the console. From here on CONFIRM_CHECK sets deci
 confirmation's time. This migration gives the items confirmed before it the same meaning, from
 their check's outcome (the outcome rows and the decisions are not touched; the maker's time
 stays on the decision). Reversing it puts the maker's time back.
+
+A check now also carries its item's deadline (queue_app_lanetask.due_at, copied when the check
+is queued), so Next check serves the most urgent check first, as Next item does; the open
+checks queued before this migration get theirs here. Migration 0022 builds the indexes.
 """
 
-from django.db import migrations
+from django.db import migrations, models
 
 # One confirmed check per item at most (a confirmed item is decided and never leased again);
 # max() keeps the statement exact whatever.
@@ -38,7 +42,25 @@ UPDATE queue_app_reviewitem AS i
 """
 
 
+# Open checks queued before this migration: their item's deadline (it cannot move while the
+# item awaits its check). Done tasks are never claimed again and keep NULL.
+CHECK_DEADLINES = """
+UPDATE queue_app_lanetask AS t
+   SET due_at = i.due_at
+  FROM queue_app_reviewitem AS i
+ WHERE i.id = t.item_id AND t.kind = 'check' AND t.state = 'open' AND i.due_at IS NOT NULL
+"""
+
+
 class Migration(migrations.Migration):
     dependencies = [("queue_app", "0020_seal_lane_outcomes")]
 
-    operations = [migrations.RunSQL(FORWARD, BACKWARD)]
+    operations = [
+        migrations.RunSQL(FORWARD, BACKWARD),
+        migrations.AddField(
+            model_name="lanetask",
+            name="due_at",
+            field=models.DateTimeField(blank=True, null=True),
+        ),
+        migrations.RunSQL(CHECK_DEADLINES, migrations.RunSQL.noop),
+    ]

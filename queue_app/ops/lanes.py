@@ -1,7 +1,7 @@
 """Second-person lanes on /ops/, /metrics and doctor: backlogs, ages, return rate, agreement.
 
 Read once per page or scrape (read_lane_figures): the open tasks per queue and lane (one pass
-over lanetask_open_claim), the checks finished in the window (confirmed, returned), and the QA
+over lanetask_open_due_claim), the checks finished in the window (confirmed, returned), and the QA
 agreement per queue and per reviewer (services.agreement).
 """
 

@@ -99,7 +99,8 @@ def bulk_checks(queue: Queue, maker: User, n: int) -> None:
     """n items awaiting their check, written in one statement (for load and concurrency tests).
 
     The shape the services leave: the item awaiting its check, the maker's decision with no
-    effect job, an open check task.
+    effect job, an open check task carrying its item's deadline. Every other item has one,
+    spread over four days, so the lane's order is by deadline, then age, with none last.
     """
     reason = queue.reason_codes.get(verdict="approve", code="verified")
     with connection.cursor() as cursor:
@@ -109,12 +110,12 @@ def bulk_checks(queue: Queue, maker: User, n: int) -> None:
                 INSERT INTO queue_app_reviewitem
                        (queue_id, intake_queue_id, state, priority, created_at, subject, payload,
                         idempotency_key, source_hash, trace_id, lease_count, decided_at,
-                        review_round)
+                        review_round, due_at)
                 SELECT %(queue)s, %(queue)s, 'awaiting_check', 0, now(), %(subject)s, '{}',
                        'bulk-' || g || '-' || gen_random_uuid(), '', gen_random_uuid(), 1, now(),
-                       0
+                       0, CASE WHEN g %% 2 = 0 THEN now() + (g %% 97) * interval '1 hour' END
                   FROM generate_series(1, %(n)s) AS g
-             RETURNING id, queue_id
+             RETURNING id, queue_id, due_at
             ), decisions AS (
                 INSERT INTO queue_app_decision
                        (item_id, queue_id, reviewer_id, verdict, reason_code_id, evidence_hash,
@@ -125,9 +126,11 @@ def bulk_checks(queue: Queue, maker: User, n: int) -> None:
              RETURNING id, item_id, queue_id, reviewer_id
             )
             INSERT INTO queue_app_lanetask
-                   (kind, queue_id, item_id, decision_id, maker_id, state, lease_count, created_at)
-            SELECT 'check', queue_id, item_id, id, reviewer_id, 'open', 0, clock_timestamp()
-              FROM decisions
+                   (kind, queue_id, item_id, decision_id, maker_id, state, lease_count, due_at,
+                    created_at)
+            SELECT 'check', d.queue_id, d.item_id, d.id, d.reviewer_id, 'open', 0, i.due_at,
+                   clock_timestamp()
+              FROM decisions AS d JOIN items AS i ON i.id = d.item_id
             """,
             {
                 "queue": queue.pk,

@@ -16,13 +16,20 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
-from queue_app.models import LaneOutcome, Queue, ReviewItem
+from queue_app.models import LaneOutcome, LaneTask, Queue, ReviewItem
 from queue_app.ops.clocks import read_sla
 from queue_app.ops.doctor import Thresholds, check_sla_breach
-from queue_app.services import claim_lane_task, confirm_check, return_check
+from queue_app.services import (
+    claim_lane_task,
+    claim_next,
+    confirm_check,
+    return_check,
+    submit_decision,
+)
 from tests.api.conftest import caller_for, make_client
+from tests.conftest import shown_hash
 from tests.console.conftest import login
-from tests.lanes.conftest import decide_one
+from tests.lanes.conftest import decide_one, new_item
 from tests.ops.conftest import backdate_decision, backdate_outcome, operator  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -161,3 +168,52 @@ def test_the_migration_dates_confirmed_items_by_their_confirmation(checked_queue
     with connection.cursor() as cursor:
         cursor.execute(deadline_migration.BACKWARD)
     assert ReviewItem.objects.get(pk=decision.item_id).decided_at == decision.created_at
+
+
+def decided_due(queue: Queue, maker: User, key: str, **delta: float):
+    """An item due at now + delta (none without delta), decided by the maker: its check queued."""
+    item = new_item(queue, key)
+    if delta:
+        due(item.pk, **delta)
+    leased = claim_next(queue=queue, reviewer=maker)
+    assert leased.pk == item.pk
+    return submit_decision(
+        item_id=leased.pk,
+        reviewer=maker,
+        lease_token=leased.lease_token,
+        verdict="approve",
+        reason_code="verified",
+        evidence_hash=shown_hash(leased),
+    )
+
+
+def test_a_check_carries_its_items_deadline(checked_queue, alice):
+    decision = decided_due(checked_queue, alice, "dated", hours=3)
+    task = LaneTask.objects.get(decision=decision, kind="check")
+    assert task.due_at == ReviewItem.objects.get(pk=decision.item_id).due_at
+    assert task.due_at is not None
+
+
+def test_next_check_takes_the_earliest_deadline_first_and_none_last(checked_queue, alice, carol):
+    # Queued in this order: no deadline, due in a day, due in an hour, overdue.
+    queued = [
+        decided_due(checked_queue, alice, "none"),
+        decided_due(checked_queue, alice, "day", days=1),
+        decided_due(checked_queue, alice, "hour", hours=1),
+        decided_due(checked_queue, alice, "late", minutes=-5),
+    ]
+    order = []
+    for _ in queued:
+        task = claim_lane_task(queue=checked_queue, kind="check", user=carol)
+        order.append(task.decision_id)
+        confirm_check(task_id=task.pk, user=carol, lease_token=task.lease_token)
+    assert order == [d.pk for d in reversed(queued)]
+
+
+def test_the_migration_gives_open_checks_their_items_deadline(checked_queue, alice):
+    waiting = awaiting(checked_queue, alice, hours=2)
+    LaneTask.objects.filter(decision=waiting).update(due_at=None)  # as queued before 0021
+    with connection.cursor() as cursor:
+        cursor.execute(deadline_migration.CHECK_DEADLINES)
+    task = LaneTask.objects.get(decision=waiting)
+    assert task.due_at == ReviewItem.objects.get(pk=waiting.item_id).due_at

@@ -53,8 +53,8 @@ def _nodes(node: dict):
 
 
 def test_next_check_walks_the_open_lane_index_in_order(checked_queue, alice, carol):
-    """B9's flat cost is this plan: the claim walks lanetask_open_claim in order and stops at the
-    first free task, never reading or sorting the lane. The lane holds one maker's checks (an
+    """B9's flat cost is this plan: the claim walks lanetask_open_due_claim in order and stops at
+    the first free task, never reading or sorting the lane. The lane holds one maker's checks (an
     API client's, say), the case that once made the planner read and sort the whole lane
     (sql_lanes.CLAIM_LANE_TASK's comment)."""
     bulk_checks(checked_queue, alice, 5000)
@@ -71,5 +71,5 @@ def test_next_check_walks_the_open_lane_index_in_order(checked_queue, alice, car
         plan = cursor.fetchone()[0][0]["Plan"]
     [picked] = [n for n in _nodes(plan) if n.get("Subplan Name") == "CTE picked"]
     kinds = [(n["Node Type"], n.get("Index Name")) for n in _nodes(picked)]
-    assert ("Index Scan", "lanetask_open_claim") in kinds, kinds
+    assert ("Index Scan", "lanetask_open_due_claim") in kinds, kinds
     assert not {"Sort", "Seq Scan", "Bitmap Heap Scan"} & {kind for kind, _ in kinds}, kinds
