@@ -105,7 +105,9 @@ def test_the_demo_has_a_check_and_a_qa_review_waiting_for_someone_other_than_the
         assert check.maker_id == bob.pk
         assert check.item.state == "awaiting_check"
         assert check.item.payload["variance_amount"] >= policy.threshold
-    check = checks[0]
+    # Next check's order: the item due soonest (none last), then the oldest.
+    check = min(checks, key=lambda t: (t.due_at is None, t.due_at or t.created_at, t.created_at))
+    assert all(c.due_at == c.item.due_at for c in checks)
     assert LaneTask.objects.filter(queue=recon, kind="qa", state="open", maker=bob).exists()
     assert set(Decision.objects.values_list("reviewer__username", flat=True)) == {"bob"}
 
