@@ -49,6 +49,17 @@ class ItemState(models.TextChoices):
     AWAITING_CHECK = "awaiting_check", "Awaiting check"
 
 
+# Open work against its deadline: everything not final. An item awaiting its check is open until
+# the check confirms it (migration 0021). The index item_open_work_due and the console's counts
+# read this list; ops/sql.SLA_OPEN spells it out in SQL.
+DEADLINE_OPEN_STATES = [
+    ItemState.PENDING.value,
+    ItemState.LEASED.value,
+    ItemState.HELD.value,
+    ItemState.AWAITING_CHECK.value,
+]
+
+
 class Queue(models.Model):
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
@@ -405,10 +416,7 @@ class ReviewItem(models.Model):
             models.Index(
                 fields=["queue", "due_at"],
                 name="item_open_work_due",
-                condition=Q(
-                    state__in=["pending", "leased", "held", "awaiting_check"],
-                    due_at__isnull=False,
-                ),
+                condition=Q(state__in=DEADLINE_OPEN_STATES, due_at__isnull=False),
             ),
             # Expired leases, oldest first, found at claim time without a sweeper.
             models.Index(

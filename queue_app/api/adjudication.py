@@ -180,21 +180,14 @@ def hold(request: HttpRequest, item_id: ItemId, body: HoldIn) -> dict[str, Any]:
         errors.InvalidHoldTime,
     ):
         # 404 for an item the client cannot see (its queue's hold reasons and maximum hold
-        # included), else the refusal as raised, unless this exact hold already went through
-        # (a retry after a lost response: the lease it ended makes the retry look stale).
+        # included), else the refusal as raised.
         visible_item(client, item_id)
-        held = services.find_completed_hold(
-            item_id=item_id,
-            reviewer=client.user,
-            lease_token=body.lease_token,
-            reason_code=body.reason_code,
-            hold_until=body.hold_until,
-        )
-        if held is None:
-            raise
+        raise
+    if held.get("retried"):
+        visible_item(client, item_id)  # a recognised retry is answered only where a hold is
     return {
         "id": item_id,
-        "state": held.get("state", ItemState.HELD),
+        "state": held["state"],
         "reason_code": body.reason_code,
         "hold_until": held["hold_until"],
         "due_at": held["due_at"],

@@ -19,17 +19,14 @@ from django.utils import timezone
 
 from queue_app.errors import InvalidHoldReason, InvalidHoldTime, StaleLease
 from queue_app.forms import LeaseForm
-from queue_app.models import HoldReason, ItemState, Queue, ReviewItem
+from queue_app.models import DEADLINE_OPEN_STATES, HoldReason, ItemState, Queue, ReviewItem
 from queue_app.services import (
     deadline_words,
-    find_completed_hold,
     hold_item,
     is_breached,
     subject_history,
 )
 
-# Open work against its deadline: an item awaiting its check is open until it is confirmed.
-OPEN_STATES = (ItemState.PENDING, ItemState.LEASED, ItemState.HELD, ItemState.AWAITING_CHECK)
 # What the hold form offers first: a day, or the queue's maximum if that is shorter.
 DEFAULT_HOLD = timedelta(days=1)
 
@@ -110,7 +107,9 @@ def home_deadline_counts(queues: list[Queue], now: datetime) -> None:
     due within the queue's warning window. One grouped query on item_open_work_due."""
     rows = (
         ReviewItem.objects.filter(
-            queue_id__in=[q.pk for q in queues], state__in=OPEN_STATES, due_at__isnull=False
+            queue_id__in=[q.pk for q in queues],
+            state__in=DEADLINE_OPEN_STATES,
+            due_at__isnull=False,
         )
         .order_by()
         .values("queue_id")
@@ -151,20 +150,12 @@ def item_hold(request: HttpRequest, item_id: int) -> HttpResponse:
             hold_until=data["hold_until"],
         )
     except (StaleLease, InvalidHoldReason, InvalidHoldTime) as exc:
-        # A second submission of a hold that went through (a double click, a resent form)
-        # finds the lease ended by the first: say what the first did, not that it failed.
-        held = find_completed_hold(
-            item_id=item.pk,
-            reviewer=request.user,
-            lease_token=data["lease_token"],
-            reason_code=data["reason_code"],
-            hold_until=data["hold_until"],
-        )
-        if held is None:
-            messages.error(request, f"Not put on hold: {exc.message}")
-            return redirect("item", item_id=item.pk)
+        messages.error(request, f"Not put on hold: {exc.message}")
+        return redirect("item", item_id=item.pk)
     until = timezone.localtime(held["hold_until"]).strftime("%Y-%m-%d %H:%M %Z")
-    if held.get("state", ItemState.HELD) != ItemState.HELD:
+    # A second submission of a hold that went through (a double click, a resent form) is
+    # answered with what the first did (services.hold_item): it may have ended since.
+    if held["state"] != ItemState.HELD:
         messages.info(
             request,
             f"Item #{item.pk} was put on hold until {until} by your earlier submission; "

@@ -15,31 +15,27 @@ checks queued before this migration get theirs here. Migration 0022 builds the i
 
 from django.db import migrations, models
 
+# Each item confirmed by a check, with the confirmation's time and the maker's decision time.
 # One confirmed check per item at most (a confirmed item is decided and never leased again);
 # max() keeps the statement exact whatever.
-FORWARD = """
-UPDATE queue_app_reviewitem AS i
-   SET decided_at = c.confirmed_at
-  FROM (SELECT t.item_id, max(o.created_at) AS confirmed_at
-          FROM queue_app_lanetask AS t
-          JOIN queue_app_laneoutcome AS o ON o.task_id = t.id
-         WHERE t.kind = 'check' AND o.result = 'confirmed'
-         GROUP BY t.item_id) AS c
- WHERE i.id = c.item_id AND i.state = 'decided'
-   AND i.decided_at IS DISTINCT FROM c.confirmed_at
+CONFIRMED = """
+SELECT t.item_id, max(o.created_at) AS confirmed_at, max(d.created_at) AS made_at
+  FROM queue_app_lanetask AS t
+  JOIN queue_app_laneoutcome AS o ON o.task_id = t.id
+  JOIN queue_app_decision AS d ON d.id = t.decision_id
+ WHERE t.kind = 'check' AND o.result = 'confirmed'
+ GROUP BY t.item_id
 """
 
-BACKWARD = """
+# Decided at the confirmation (forward) or, as before, at the maker's decision (backward).
+DATE_CONFIRMED_ITEMS = """
 UPDATE queue_app_reviewitem AS i
-   SET decided_at = c.decided_at
-  FROM (SELECT t.item_id, max(d.created_at) AS decided_at
-          FROM queue_app_lanetask AS t
-          JOIN queue_app_laneoutcome AS o ON o.task_id = t.id
-          JOIN queue_app_decision AS d ON d.id = t.decision_id
-         WHERE t.kind = 'check' AND o.result = 'confirmed'
-         GROUP BY t.item_id) AS c
- WHERE i.id = c.item_id AND i.state = 'decided'
+   SET decided_at = c.{column}
+  FROM ({confirmed}) AS c
+ WHERE i.id = c.item_id AND i.state = 'decided' AND i.decided_at IS DISTINCT FROM c.{column}
 """
+FORWARD = DATE_CONFIRMED_ITEMS.format(column="confirmed_at", confirmed=CONFIRMED)
+BACKWARD = DATE_CONFIRMED_ITEMS.format(column="made_at", confirmed=CONFIRMED)
 
 
 # Open checks queued before this migration: their item's deadline (it cannot move while the

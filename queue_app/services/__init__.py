@@ -28,12 +28,7 @@ from queue_app.services.decisions import (
 )
 from queue_app.services.escalation import escalate_abandoned, open_escalation
 from queue_app.services.handoff import handoff_refusal, item_handoff
-from queue_app.services.holds import (
-    find_completed_hold,
-    hold_item,
-    hold_reasons_for,
-    resume_hold,
-)
+from queue_app.services.holds import hold_item, hold_reasons_for, resume_hold
 from queue_app.services.intake import create_item, replace_evidence
 from queue_app.services.item_page import ItemPageRows, item_page_rows
 from queue_app.services.lanes import (
@@ -79,7 +74,6 @@ __all__ = [
     "escalate_abandoned",
     "explain_stale_lease",
     "find_completed_decision",
-    "find_completed_hold",
     "four_eyes_refusal",
     "handoff_refusal",
     "hold_item",

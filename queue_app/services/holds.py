@@ -40,11 +40,34 @@ def hold_item(
     reason_code: str,
     hold_until: datetime,
 ) -> dict[str, Any]:
-    """Put an item the reviewer holds on hold until hold_until; return the held row's columns.
+    """Put an item the reviewer holds on hold until hold_until; return the held row's columns
+    and the item's state (held).
 
     StaleLease if the lease is no longer theirs; InvalidHoldReason for a code outside the
-    queue's active hold reasons; InvalidHoldTime for a time not in (now, now + max_hold].
+    queue's active hold reasons; InvalidHoldTime for a time not in (now, now + max_hold]. A
+    retry of a hold that already went through (the same reviewer, token, reason and time: a
+    double click, a resent request after a lost answer) finds its lease ended by the first and
+    returns that hold instead, with "retried" set and the item's state now
+    (find_completed_hold).
     """
+    fields = {"item_id": item_id, "reviewer": reviewer, "reason_code": reason_code}
+    try:
+        return _hold(lease_token=lease_token, hold_until=hold_until, **fields)
+    except (StaleLease, InvalidHoldReason, InvalidHoldTime):
+        earlier = find_completed_hold(lease_token=lease_token, hold_until=hold_until, **fields)
+        if earlier is None:
+            raise
+        return earlier
+
+
+def _hold(
+    *,
+    item_id: int,
+    reviewer: User,
+    lease_token: uuid.UUID | str,
+    reason_code: str,
+    hold_until: datetime,
+) -> dict[str, Any]:
     token = parse_token(lease_token)
     item = ReviewItem.objects.select_related("queue").filter(pk=item_id).first()
     if item is None:
@@ -93,7 +116,7 @@ def hold_item(
             item_id=item_id, reviewer=reviewer.pk, reason=reason_code, hold_until=str(hold_until)
         ),
     )
-    return held
+    return {**held, "state": ItemState.HELD}
 
 
 def find_completed_hold(
@@ -134,6 +157,7 @@ def find_completed_hold(
                 "hold_until": recorded,
                 "due_at": parse_datetime(due_at) if due_at else None,
                 "state": ItemState.HELD if still_held else now.get("state"),
+                "retried": True,
             }
     return None
 
