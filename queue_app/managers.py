@@ -443,6 +443,7 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         item_id: int,
         lease_token: UUID,
         owner_id: int,
+        is_superuser: bool,
         reason_code: str,
         hold_until: datetime,
     ) -> dict[str, Any] | None:
@@ -452,6 +453,7 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
                 "item_id": item_id,
                 "lease_token": lease_token,
                 "owner_id": owner_id,
+                "is_superuser": is_superuser,
                 "reason_code": reason_code,
                 "hold_until": hold_until,
             },

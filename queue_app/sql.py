@@ -709,14 +709,17 @@ DISTRIBUTED_TABLES = (
 # Either way due_at moves by exactly the time the item spent on hold.
 
 # Put a leased item on hold, fenced by its token like every write of a holder: zero rows means
-# the lease is no longer the caller's (StaleLease) or the resume time is outside
-# (now, now + the queue's max_hold] (the service checks that first, to say which). The reason
+# the lease is no longer the caller's (StaleLease), the resume time is outside
+# (now, now + the queue's max_hold], or the caller may no longer review the queue (access
+# revoked while the lease was open; checked here, not only before, as the decide path does)
+# (the service checks the last two first, to say which). The reason
 # is looked up among the queue's active hold codes; a code outside that set gives NULL, which
 # item_hold_columns_match_state refuses, so nothing is written (InvalidHoldReason). The lease
 # that ends in a hold is not counted towards abandonment (lease_count goes back down by one).
 # The held event records the deadline before and after, for the timeline, and the lease token
 # that fenced the hold, so that a retry of this same hold is recognised (find_completed_hold).
-HOLD_ITEM = """
+HOLD_ITEM = (
+    """
 WITH held AS (
     UPDATE queue_app_reviewitem AS i
        SET state = 'held',
@@ -733,6 +736,9 @@ WITH held AS (
        AND q.id = i.queue_id
        AND %(hold_until)s::timestamptz > now()
        AND %(hold_until)s::timestamptz <= now() + q.max_hold
+       AND """
+    + _MAY_REVIEW.format(queue="i.queue_id")
+    + """
  RETURNING i.id, i.hold_until, i.held_at, i.due_at, i.hold_reason_id
 ), events AS (
     INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
@@ -744,6 +750,7 @@ WITH held AS (
 )
 SELECT * FROM held
 """
+)
 
 # Bring a held item back to the queue now (its evidence was replaced: what it waited for has
 # arrived), giving back the part of the hold not used. A hold already past its time (due, not

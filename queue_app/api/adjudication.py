@@ -160,8 +160,8 @@ def hold(request: HttpRequest, item_id: ItemId, body: HoldIn) -> dict[str, Any]:
     The lease ends; the item comes back to the queue at hold_until (or when its evidence is
     replaced), first in line; its deadline is pushed back by the hold. A retry of a hold that
     already went through (same token, reason and time) answers 200 with that hold again, and
-    the item's state now (held, unless the hold has ended since); 409 stale_lease if the lease
-    is no longer yours.
+    the item's state now, with hold_ended true if that hold has ended since; 409 stale_lease if
+    the lease is no longer yours.
     """
     client = client_of(request)
     require_scope(client, ApiScope.ADJUDICATE)
@@ -191,4 +191,5 @@ def hold(request: HttpRequest, item_id: ItemId, body: HoldIn) -> dict[str, Any]:
         "reason_code": body.reason_code,
         "hold_until": held["hold_until"],
         "due_at": held["due_at"],
+        "hold_ended": held["hold_ended"],
     }

@@ -416,6 +416,11 @@ class HoldOut(Schema):
         description="The deadline (null: none), already pushed back by the whole hold: the "
         "clock pauses while the item is held."
     )
+    hold_ended: bool = Field(
+        description="true only in the answer to a retry of a hold that has ended since: "
+        "hold_until and due_at are that hold's, state is the item's now (it may be held "
+        "again, by a later hold)."
+    )
 
 
 # -- the subject's items (issue 15) ----------------------------------------------------------------

@@ -155,7 +155,7 @@ def item_hold(request: HttpRequest, item_id: int) -> HttpResponse:
     until = timezone.localtime(held["hold_until"]).strftime("%Y-%m-%d %H:%M %Z")
     # A second submission of a hold that went through (a double click, a resent form) is
     # answered with what the first did (services.hold_item): it may have ended since.
-    if held["state"] != ItemState.HELD:
+    if held["hold_ended"]:
         messages.info(
             request,
             f"Item #{item.pk} was put on hold until {until} by your earlier submission; "

@@ -92,6 +92,7 @@ def _hold(
                 item_id=item_id,
                 lease_token=token,
                 owner_id=reviewer.pk,
+                is_superuser=reviewer.is_superuser,
                 reason_code=reason_code,
                 hold_until=hold_until,
             )
@@ -102,21 +103,23 @@ def _hold(
             raise InvalidHoldReason() from None
         raise
     if held is None:
-        # Either the fence refused (the usual case) or the database clock moved the resume
-        # time out of bounds between the check above and the write.
+        # The fence refused (the usual case), access was revoked since the check above, or
+        # the database clock moved the resume time out of bounds since then.
         still_mine = ReviewItem.objects.filter(
             pk=item_id, state="leased", lease_token=token, lease_owner_id=reviewer.pk
         ).exists()
-        if still_mine:
-            raise InvalidHoldTime()
-        raise explain_stale_lease(item_id=item_id, user=reviewer)
+        if not still_mine:
+            raise explain_stale_lease(item_id=item_id, user=reviewer)
+        if not user_can_review(user=reviewer, queue=item.queue_id):
+            raise NotPermitted("You no longer have access to this queue.")
+        raise InvalidHoldTime()
     logger.info(
         "item put on hold",
         extra=log_extra(
             item_id=item_id, reviewer=reviewer.pk, reason=reason_code, hold_until=str(hold_until)
         ),
     )
-    return {**held, "state": ItemState.HELD}
+    return {**held, "state": ItemState.HELD, "hold_ended": False}
 
 
 def find_completed_hold(
@@ -129,7 +132,8 @@ def find_completed_hold(
 ) -> dict[str, Any] | None:
     """Return the hold this exact request already made (a retry after a lost answer), if any:
     hold_until, due_at and reason_code as the held event recorded them, and the item's state
-    now (held, unless the hold has ended since: resumed, claimed again, decided).
+    now, and hold_ended: whether that hold has ended since (resumed, claimed again, decided;
+    the item may even be held again by a later hold).
 
     The held event stores the lease token that fenced it, so a retry is recognised by what it
     names, as find_completed_decision recognises a decision's; a different reason or resume
@@ -150,14 +154,23 @@ def find_completed_hold(
         recorded = parse_datetime(event.detail.get("hold_until") or "")
         if recorded is not None and recorded == hold_until:
             due_at = event.detail.get("due_at")
-            now = ReviewItem.objects.filter(pk=item_id).values("state", "held_at").first() or {}
-            still_held = now.get("state") == ItemState.HELD and now.get("held_at") == event.at
+            now = ReviewItem.objects.filter(pk=item_id).values("state").first() or {}
+            # Held now, and by this hold: no later one (a hold ended, claimed, held again).
+            still_held = (
+                now.get("state") == ItemState.HELD
+                and not ItemEvent.objects.filter(
+                    item_id=item_id, kind=ItemEventKind.HELD, pk__gt=event.pk
+                ).exists()
+            )
+            # Ended since: the state now may still be "held", by a later hold under a later
+            # lease, so whether this one still stands is said apart from the state.
             return {
                 "reason_code": reason_code,
                 "hold_until": recorded,
                 "due_at": parse_datetime(due_at) if due_at else None,
-                "state": ItemState.HELD if still_held else now.get("state"),
+                "state": now.get("state"),
                 "retried": True,
+                "hold_ended": not still_held,
             }
     return None
 

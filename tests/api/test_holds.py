@@ -168,5 +168,36 @@ def test_a_retry_after_the_hold_ended_says_the_state_now(api, leased):
     # leased again: the same hold is recognised, and the item is not said to be held.
     retry = api.post(f"/items/{leased['id']}/hold", body)
     assert retry.status == 200, retry.body
-    assert retry.body["state"] == "leased"
+    assert retry.body["state"] == "leased" and retry.body["hold_ended"] is True
     assert ItemEvent.objects.filter(item_id=leased["id"], kind="held").count() == 1
+
+
+def test_a_retry_after_a_later_hold_says_its_own_hold_ended(api, leased):
+    body = hold_body(leased)
+    first = api.post(f"/items/{leased['id']}/hold", body)
+    assert first.status == 200 and first.body["hold_ended"] is False
+    make_hold_due(leased["id"])
+    [back] = api.post("/queues/kyc/leases", {"batch_size": 1}).body["items"]
+    later = (timezone.now() + timedelta(hours=5)).isoformat()
+    assert api.post(f"/items/{back['id']}/hold", hold_body(back, hold_until=later)).status == 200
+    # The first hold's lost answer, retried now: the item is held, but not by that hold.
+    retry = api.post(f"/items/{leased['id']}/hold", body)
+    assert retry.status == 200, retry.body
+    assert retry.body["state"] == "held" and retry.body["hold_ended"] is True
+    assert retry.body["hold_until"] == first.body["hold_until"]
+
+
+def test_a_retry_is_answered_only_where_the_client_may_see_the_item(
+    api, leased, queue, robot_client, reviewers_group
+):
+    body = hold_body(leased)
+    assert api.post(f"/items/{leased['id']}/hold", body).status == 200
+    # The client's grant is revoked; its service user happens to be in the queue's reviewer
+    # group, so the hold service still recognises the retry. The API answers as for any item
+    # the client cannot see, and says nothing of the hold.
+    client, _ = robot_client
+    client.queues.remove(queue)
+    client.user.groups.add(reviewers_group)
+    retry = api.post(f"/items/{leased['id']}/hold", body)
+    assert retry.status == 404, retry.body
+    assert "hold_until" not in str(retry.body)

@@ -215,3 +215,22 @@ def test_the_subject_list_is_newest_first_and_bounded(alice, queue):
     html = _page(login(alice), made[0].pk)
     shown = [int(x) for x in re.findall(r'<tr data-item="(\d+)"', html)]
     assert shown == [it.pk for it in reversed(made[1:])][:20]
+
+
+def test_a_hold_resubmitted_after_a_later_hold_says_its_own_ended(alice, bob, queue):
+    add_hold_reasons(queue)
+    it = item(queue, "k")
+    leased = claim_next(queue=queue, reviewer=alice)
+    client = login(alice)
+    until = timezone.localtime(timezone.now() + timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M")
+    assert _hold_post(client, it, leased.lease_token, hold_until=until)["Location"] == "/"
+    assert "is on hold until" in client.get("/").content.decode()  # read, so gone
+    make_hold_due(it.pk)
+    bobs = claim_next(queue=queue, reviewer=bob)
+    later = timezone.localtime(timezone.now() + timedelta(hours=5)).strftime("%Y-%m-%dT%H:%M")
+    assert _hold_post(login(bob), it, bobs.lease_token, hold_until=later)["Location"] == "/"
+    # The item is held again, by bob's hold: alice's resubmission is not told it is on hold.
+    again = _hold_post(client, it, leased.lease_token, hold_until=until)
+    assert again["Location"] == "/"
+    page = client.get("/").content.decode()
+    assert "that hold has ended since" in page and "is on hold until" not in page

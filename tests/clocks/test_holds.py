@@ -121,6 +121,27 @@ def test_a_reviewer_who_lost_access_cannot_hold(queue, alice, held_setup):
         _hold(held_setup, alice)
 
 
+def test_access_revoked_after_the_services_check_still_refuses_the_hold(
+    queue, alice, held_setup, monkeypatch
+):
+    """The statement checks access itself: an admin's revocation that lands between the
+    service's check and the write (a race no check before the write can close) refuses it."""
+    from queue_app.services import holds
+
+    checked = holds.user_can_review
+
+    def check_then_revoke(*, user, queue):
+        allowed = checked(user=user, queue=queue)
+        alice.groups.clear()
+        return allowed
+
+    monkeypatch.setattr(holds, "user_can_review", check_then_revoke)
+    with pytest.raises(NotPermitted):
+        _hold(held_setup, alice)
+    assert ReviewItem.objects.get(pk=held_setup.pk).state == "leased"
+    assert "held" not in _kinds(held_setup.pk)
+
+
 def test_a_hold_is_not_counted_as_an_abandoned_lease(queue, alice, held_setup):
     assert ReviewItem.objects.get(pk=held_setup.pk).lease_count == 1
     _hold(held_setup, alice)
