@@ -39,6 +39,10 @@ SEAL_LOCK_KEY = 0x52437365616C
 SEAL_BATCH_LIMIT = 10_000
 
 
+class SealRefused(Exception):
+    """The sealer found the log tampered with under its lists, and sealed nothing."""
+
+
 # -- Merkle trees -------------------------------------------------------------------------------
 
 
@@ -106,19 +110,36 @@ def batch_hash(*, prev_hash: str, seq: int, size: int, root: str) -> str:
 # -- sealing ------------------------------------------------------------------------------------
 
 
-def seal_pending(*, limit: int = SEAL_BATCH_LIMIT) -> int:
+def seal_pending(*, limit: int = SEAL_BATCH_LIMIT, wait: bool = False) -> int:
     """Seal committed, unsealed decisions and second-person outcomes into one new batch (at
-    most limit of them, decisions first); return how many were sealed."""
+    most limit of them, decisions first); return how many were sealed.
+
+    While another sealer is at it: 0 at once, or with wait, once it has committed (its batch
+    is then the predecessor, and what it left is taken here).
+    """
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute(sql.TRY_SEAL_LOCK, {"key": SEAL_LOCK_KEY})
-            if not cursor.fetchone()[0]:
+            cursor.execute(sql.SEAL_LOCK if wait else sql.TRY_SEAL_LOCK, {"key": SEAL_LOCK_KEY})
+            if not cursor.fetchone()[-1]:
                 return 0  # another sealer is at it; what it misses, the next round takes
         # The tree's leaves in position order: the decisions, then the outcomes.
         taken = fetch_dicts(sql.TAKE_UNSEALED, {"limit": limit})
         size = len(taken)
         if not size:
             return 0
+        vanished = [
+            f"decision {r['id']}" if r["kind"] == "decision" else _outcome(r["id"])
+            for r in taken
+            if r["leaf"] is None
+        ]
+        if vanished:
+            # Rolled back with the block: the lists keep the entries, verify_decisions names
+            # them, and doctor UNSEALED sees them wait. Nothing is sealed past a hole.
+            raise SealRefused(
+                "The sealer's list names entries that are gone from the log (deleted outside "
+                f"the application): {', '.join(vanished[:10])}. Nothing was sealed; run "
+                "verify_decisions."
+            )
         rows = [r for r in taken if r["kind"] == "decision"]
         outcomes = [r for r in taken if r["kind"] == "outcome"]
         [previous] = fetch_dicts(sql.SEAL_PREDECESSOR, {})
@@ -141,10 +162,14 @@ def seal_pending(*, limit: int = SEAL_BATCH_LIMIT) -> int:
     return size
 
 
-def seal_all() -> int:
-    """Seal everything committed so far, batch after batch; return how many were sealed."""
+def seal_all(*, wait: bool = False) -> int:
+    """Seal everything committed so far, batch after batch; return how many were sealed.
+
+    wait: behind a sealer already at it (seal_pending), so that everything committed before
+    the call is sealed when it returns; without, the apply workers' rounds skip it.
+    """
     total = 0
-    while sealed := seal_pending():
+    while sealed := seal_pending(wait=wait):
         total += sealed
     return total
 
@@ -209,7 +234,19 @@ def _first_break() -> Break | None:
             "neither sealed nor waiting to be sealed. Its place in the sealer's list was removed "
             "outside the application.",
         )
+    if accounts["first_vanished"] is not None:
+        decision_id = accounts["first_vanished"]
+        return Break(decision_id, _vanished(f"decision {decision_id}"))
+    if accounts["first_vanished_outcome"] is not None:
+        return Break(None, _vanished(_outcome(accounts["first_vanished_outcome"])))
     return None
+
+
+def _vanished(what: str) -> str:
+    return (
+        f"Decision chain broken at {what}: it is waiting to be sealed but is gone from the "
+        "log. It was deleted outside the application."
+    )
 
 
 def _outcome(task_id: int) -> str:

@@ -34,7 +34,7 @@ from django.conf import settings
 from django.db import connection
 
 from queue_app import sql
-from queue_app.chain import seal_all
+from queue_app.chain import SealRefused, seal_all
 from queue_app.errors import EffectError, ReviewError
 
 FORMAT = "review-console-checkpoint/1"
@@ -142,8 +142,12 @@ def chain_heads() -> tuple[datetime, list[dict[str, Any]]]:
 def make_checkpoint(key: Ed25519PrivateKey | None = None) -> dict[str, Any]:
     """Return a signed checkpoint document of the chain heads as they are now."""
     key = key or signing_key()
-    # Seal what has committed so far, so the checkpoint covers every decision up to now.
-    seal_all()
+    # Seal what has committed so far, so the checkpoint covers every decision up to now:
+    # behind an apply worker's seal round if one is running, not instead of it.
+    try:
+        seal_all(wait=True)
+    except SealRefused as exc:
+        raise CheckpointError(f"No checkpoint was made. {exc}") from None
     now, heads = chain_heads()
     body = {
         "format": FORMAT,

@@ -464,13 +464,18 @@ BATCH_AT = "SELECT batch_hash, size FROM queue_app_chainbatch WHERE seq = %(seq)
 # One sealer at a time, anywhere: the others skip this round instead of waiting (the lock is
 # the transaction's; a sealer that dies releases it with its connection).
 TRY_SEAL_LOCK = "SELECT pg_try_advisory_xact_lock(%(key)s)"
+# What wants everything committed sealed before it goes on (a checkpoint) waits its turn
+# instead: skipping would leave out whatever the running sealer has not committed yet.
+SEAL_LOCK = "SELECT pg_advisory_xact_lock(%(key)s), true"
 
 # Take up to %(limit)s committed, unsealed entries (oldest first) off the sealer's lists and
 # return each with its Merkle leaf: decisions first, then second-person outcomes (migration
 # 0020) in what room the decisions leave. One statement, one round trip a round, so an idle
 # sealer reads both lists at the cost of one. An entry whose transaction has not committed yet
 # is not visible here and waits for the next round: nothing is sealed before it is final. Both
-# DELETEs see the same snapshot; the outcomes' LIMIT reads how many decisions were taken.
+# DELETEs see the same snapshot; the outcomes' LIMIT reads how many decisions were taken. An
+# entry whose row is gone from the log (deleted by an owner with the foreign keys off) comes
+# back with a NULL leaf, not dropped: the sealer refuses the round and the list keeps it.
 TAKE_UNSEALED = """
 WITH decisions AS (
     DELETE FROM queue_app_unsealeddecision
@@ -484,11 +489,13 @@ WITH decisions AS (
                            LIMIT %(limit)s - (SELECT count(*) FROM decisions))
  RETURNING outcome_id
 )
-SELECT 0 AS part, 'decision' AS kind, d.id, queue_app_decision_leaf(d) AS leaf
-  FROM queue_app_decision AS d JOIN decisions ON decisions.decision_id = d.id
+SELECT 0 AS part, 'decision' AS kind, decisions.decision_id AS id,
+       CASE WHEN d.id IS NOT NULL THEN queue_app_decision_leaf(d) END AS leaf
+  FROM decisions LEFT JOIN queue_app_decision AS d ON d.id = decisions.decision_id
 UNION ALL
-SELECT 1, 'outcome', o.task_id, queue_app_laneoutcome_leaf(o)
-  FROM queue_app_laneoutcome AS o JOIN outcomes ON outcomes.outcome_id = o.task_id
+SELECT 1, 'outcome', outcomes.outcome_id,
+       CASE WHEN o.task_id IS NOT NULL THEN queue_app_laneoutcome_leaf(o) END
+  FROM outcomes LEFT JOIN queue_app_laneoutcome AS o ON o.task_id = outcomes.outcome_id
  ORDER BY part, id
 """
 
@@ -574,7 +581,8 @@ SELECT t.batch_id AS seq, t.position, b.size, b.merkle_root, b.batch_hash,
 """
 
 # Decisions neither in the old chain, nor sealed, nor waiting to be, and second-person outcomes
-# neither sealed nor waiting: someone removed the row that queued them. Also the oldest
+# neither sealed nor waiting: someone removed the row that queued them. Entries waiting on the
+# sealer's lists whose decision or outcome is gone: someone removed the row itself. Also the oldest
 # decision still waiting, to tell a stopped sealer from a busy one.
 UNACCOUNTED_DECISIONS = """
 SELECT
@@ -588,6 +596,12 @@ SELECT
       AND NOT EXISTS (SELECT 1 FROM queue_app_unsealedlaneoutcome AS u
                        WHERE u.outcome_id = o.task_id)
   ) AS first_unaccounted_outcome,
+  (SELECT min(u.decision_id) FROM queue_app_unsealeddecision AS u
+    WHERE NOT EXISTS (SELECT 1 FROM queue_app_decision AS d WHERE d.id = u.decision_id)
+  ) AS first_vanished,
+  (SELECT min(u.outcome_id) FROM queue_app_unsealedlaneoutcome AS u
+    WHERE NOT EXISTS (SELECT 1 FROM queue_app_laneoutcome AS o WHERE o.task_id = u.outcome_id)
+  ) AS first_vanished_outcome,
   (SELECT count(*) FROM queue_app_unsealeddecision) AS waiting,
   (SELECT min(d.created_at) FROM queue_app_unsealeddecision AS u
      JOIN queue_app_decision AS d ON d.id = u.decision_id) AS oldest_waiting

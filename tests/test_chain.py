@@ -13,6 +13,7 @@ from django.core.management.base import CommandError
 from django.db import connection, transaction
 
 from queue_app.chain import (
+    SealRefused,
     inclusion_path,
     merkle_root,
     root_from_path,
@@ -249,6 +250,24 @@ def test_it_notices_a_decision_taken_off_the_sealers_list(queue, alice):
     result = verify_chain()
     assert not result.ok
     assert f"decision {decision.pk}: it is neither sealed nor waiting" in result.message
+
+
+def test_a_decision_deleted_while_it_waits_stops_the_sealer_and_is_named(queue, alice):
+    decide_one(queue, alice, "a")
+    gone = decide_one(queue, alice, "b")
+    # An owner deletes the row itself, foreign keys and all, before the sealer gets to it.
+    with triggers_off("queue_app_decision", foreign_keys=True) as cursor:
+        cursor.execute("DELETE FROM queue_app_decision WHERE id = %s", [gone.pk])
+    with pytest.raises(SealRefused, match=f"decision {gone.pk}"):
+        seal_all()
+    with pytest.raises(CommandError, match="gone from the log"):
+        call_command("seal_decisions", stdout=StringIO())
+    # Nothing is sealed past the hole, and the list still names what was there.
+    assert not ChainBatch.objects.exists()
+    assert UnsealedDecision.objects.filter(decision_id=gone.pk).exists()
+    result = verify_chain()
+    assert not result.ok
+    assert f"decision {gone.pk}: it is waiting to be sealed but is gone" in result.message
 
 
 def test_an_unsealed_decision_is_accounted_for(queue, alice):

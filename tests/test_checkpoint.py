@@ -14,11 +14,13 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection, transaction
 
-from queue_app import checkpoint
-from queue_app.chain import batch_hash, merkle_root, seal_all
+from queue_app import checkpoint, sql
+from queue_app.chain import SEAL_LOCK_KEY, batch_hash, merkle_root, seal_all
 from queue_app.models import ChainBatch, Decision
 from queue_app.services import claim_next, submit_decision
+from tests.blocking import Session, wait_until_blocked_by_me
 from tests.conftest import make_items, make_legacy, shown_hash, triggers_off
 
 pytestmark = pytest.mark.django_db
@@ -117,6 +119,23 @@ def test_the_checkpoint_seals_first_and_names_the_last_batch(queue, alice, tmp_p
     assert head == {"chain": "seals", "seq": 1, "hash": batch.batch_hash, "size": 3}
     assert document["public_key"] == PUBLIC
     assert len(document["signature"]) == 88  # 64 bytes, base64
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_checkpoint_waits_for_a_seal_round_at_work_instead_of_leaving_entries_out(
+    queue, alice, tmp_path
+):
+    decide(queue, alice, 3, "a")  # committed: a sealer round on another connection sees them
+    with transaction.atomic():
+        # This connection is an apply worker's seal round that has taken the sealer's lock.
+        with connection.cursor() as cursor:
+            cursor.execute(sql.TRY_SEAL_LOCK, {"key": SEAL_LOCK_KEY})
+            assert cursor.fetchone()[0]
+        other = Session(checkpoint.make_checkpoint)
+        other.start()
+        wait_until_blocked_by_me(other)
+    [head] = other.outcome()["chains"]
+    assert head["size"] == 3 and ChainBatch.objects.get().batch_hash == head["hash"]
 
 
 def test_a_log_that_grew_still_extends_the_checkpoint(queue, alice, tmp_path):

@@ -262,7 +262,13 @@ class ApplyWorker:
         if not self.seal_every or time.monotonic() < self.next_seal:
             return
         self.next_seal = time.monotonic() + self.seal_every
-        sealed = chain.seal_all()
+        try:
+            sealed = chain.seal_all()
+        except chain.SealRefused as exc:
+            # Effects go on being applied; the log's damage is for a person (doctor UNSEALED,
+            # verify_decisions), and every round says it again until it is dealt with.
+            logger.error("decisions not sealed", extra={"error": str(exc)})
+            return
         if sealed:
             logger.info("decisions sealed", extra={"count": sealed})
 

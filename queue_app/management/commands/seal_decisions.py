@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from queue_app.chain import inclusion_proof, outcome_inclusion_proof, seal_all
+from queue_app.chain import SealRefused, inclusion_proof, outcome_inclusion_proof, seal_all
 
 # --prove / --prove-outcome: the proof, and what to say when the entry is not sealed.
 PROOFS = (
@@ -47,5 +47,8 @@ class Command(BaseCommand):
                     raise CommandError(missing.format(options[option]))
                 self.stdout.write(json.dumps(proof, indent=2))
                 return
-        sealed = seal_all()
+        try:
+            sealed = seal_all(wait=True)
+        except SealRefused as exc:
+            raise CommandError(str(exc)) from None
         self.stdout.write(self.style.SUCCESS(f"Sealed {sealed} decisions and outcomes."))
