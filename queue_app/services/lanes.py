@@ -117,10 +117,8 @@ def claim_lane_task(*, queue: Queue, kind: str, user: User) -> LaneTask | None:
 
 def release_lane_task(*, task_id: int, user: User, lease_token: uuid.UUID | str) -> None:
     """Give a task back to its lane, fenced by the token."""
-    rows = fetch_dicts(
-        sql_lanes.RELEASE_LANE_TASK,
-        {"task_id": task_id, "lease_token": parse_token(lease_token), "owner_id": user.pk},
-    )
+    params = {"task_id": task_id, "lease_token": parse_token(lease_token), "owner_id": user.pk}
+    rows = _fenced_write(sql_lanes.RELEASE_LANE_TASK, params)
     if not rows:
         raise StaleLease(_stale_message(task_id))
 
@@ -130,25 +128,36 @@ def renew_lane_task(*, task_id: int, user: User, lease_token: uuid.UUID | str) -
     kinds = user_lane_kinds(user=user)
     if not kinds:
         raise NotPermitted("You do not have access to this lane.")
-    rows = fetch_dicts(
-        sql_lanes.RENEW_LANE_TASK,
-        {
-            "task_id": task_id,
-            "lease_token": parse_token(lease_token),
-            "owner_id": user.pk,
-            "is_superuser": user.is_superuser,
-            "may_adjudicate": LaneKind.ADJUDICATION in kinds,
-        },
-    )
+    params = {
+        "task_id": task_id,
+        "lease_token": parse_token(lease_token),
+        "owner_id": user.pk,
+        "is_superuser": user.is_superuser,
+        "may_adjudicate": LaneKind.ADJUDICATION in kinds,
+    }
+    rows = _fenced_write(sql_lanes.RENEW_LANE_TASK, params)
     if not rows:
         raise StaleLease(_stale_message(task_id))
-    return rows[0]["lease_expires"]
+    return rows[0][0]  # RETURNING lease_expires
 
 
 def _note(note: str) -> str:
     if len(note) > NOTE_MAX_LENGTH:
         raise InvalidBounds(f"The note is longer than {NOTE_MAX_LENGTH} characters.")
     return note
+
+
+def _fenced_write(statement: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """The timeouts, one fenced write of a task's lease and the COMMIT, in one round trip.
+
+    Behind a finish that holds the task's row, the write waits no longer than the lock
+    timeout: the page's heartbeat or Release gets a quick "busy", not a hung request.
+    """
+    with transaction.atomic():
+        _, (_, rows) = run_together(
+            [(sql.SET_LOCAL_TIMEOUTS, _timeouts()), (statement, params)], commit=True
+        )
+    return rows
 
 
 def _timeouts() -> dict[str, str]:

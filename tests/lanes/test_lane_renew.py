@@ -127,3 +127,61 @@ def test_the_page_carries_the_heartbeat(held, carol):
     assert 'data-lease-of="task"' in page
     assert 'id="lease-countdown"' in page
     assert 'id="stale-banner"' in page
+
+
+def test_an_adjudication_is_renewed_only_while_its_holder_may_overturn(
+    queue, alice, carol, adjudicator
+):
+    from django.contrib.auth.models import Permission
+
+    from queue_app.services import record_qa_review
+
+    queue.qa_rate = 100
+    queue.save(update_fields=["qa_rate"])
+    decide_one(queue, alice)
+    qa = claim_lane_task(queue=queue, kind="qa", user=carol)
+    record_qa_review(
+        task_id=qa.pk, user=carol, lease_token=qa.lease_token, verdict="reject", reason_code="fraud"
+    )
+    task = claim_lane_task(queue=queue, kind="adjudication", user=adjudicator)
+    assert task is not None and task.kind == "adjudication"
+    assert renew_lane_task(task_id=task.pk, user=adjudicator, lease_token=task.lease_token)
+    # Queue access alone does not hold an adjudication: can_overturn does.
+    adjudicator.user_permissions.remove(Permission.objects.get(codename="can_overturn"))
+    demoted = type(adjudicator).objects.get(pk=adjudicator.pk)  # no cached permissions
+    with pytest.raises(StaleLease):
+        renew_lane_task(task_id=task.pk, user=demoted, lease_token=task.lease_token)
+
+
+def test_the_heartbeat_needs_the_pages_csrf_token(held, carol):
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(carol)
+    before = LaneTask.objects.get(pk=held.pk).lease_expires
+    _backdate(held, -30)
+    refused = strict.post(
+        f"/lanes/{held.pk}/renew/", {"lease_token": str(held.lease_token)}, **JSON
+    )
+    assert refused.status_code == 403
+    assert LaneTask.objects.get(pk=held.pk).lease_expires < before
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_renew_behind_a_finish_holding_the_task_waits_no_longer_than_the_lock_timeout(
+    held, carol, settings
+):
+    import psycopg
+    from django.db import OperationalError, transaction
+
+    from tests.blocking import Session
+
+    settings.REVIEW_LOCK_TIMEOUT_MS = 200
+    with transaction.atomic():
+        # A confirmation on this connection holds the task's row (LOCK_LANE_TASK's FOR UPDATE).
+        LaneTask.objects.select_for_update().get(pk=held.pk)
+        heartbeat = Session(
+            lambda: renew_lane_task(task_id=held.pk, user=carol, lease_token=held.lease_token)
+        )
+        heartbeat.start()
+        with pytest.raises(OperationalError) as raised:
+            heartbeat.outcome()
+    assert isinstance(raised.value.__cause__, psycopg.errors.LockNotAvailable)
