@@ -65,6 +65,18 @@
     }
   }
 
+  /* The page can no longer renew its lease, though it may still hold it: say why and how to
+   * go on, and leave the forms as they are (the server judges whatever is sent). */
+  function mustReload(noun) {
+    const banner = document.getElementById("stale-banner");
+    if (banner) {
+      banner.textContent =
+        `This page can no longer keep your lease of this ${noun}: you were signed out, or ` +
+        "signed in again in another tab. Reload the page to go on.";
+      banner.hidden = false;
+    }
+  }
+
   /* Renew the lease while the page is visible, at half the time left (at most half the TTL). */
   function startHeartbeat(form) {
     const url = form.dataset.renewUrl;
@@ -99,10 +111,17 @@
           credentials: "same-origin",
           headers: { Accept: "application/json", "X-CSRFToken": csrfToken(form) },
         });
-        const data = await response.json().catch(() => ({}));
+        // Only the heartbeat's own answers are JSON. Anything else came from in front of it:
+        // the login page (the session ended) or the CSRF refusal (this page's token is stale,
+        // after signing in again in another tab). The lease may well still be ours then.
+        const json = (response.headers.get("Content-Type") || "").startsWith("application/json");
+        const data = json ? await response.json().catch(() => ({})) : {};
         if (response.ok && data.ok) {
           expiresAt = Date.now() + Number(data.expires_in) * 1000;
           if (!countdown) countdown = showCountdown();
+        } else if (!json && (response.redirected || response.status === 403)) {
+          stopped = true;
+          mustReload(noun);
         } else if ([403, 404, 409].includes(response.status)) {
           stopped = true;
           refuse(

@@ -324,3 +324,24 @@ def test_the_home_page_offers_nothing_to_press_on_an_empty_queue(
 
     page.keyboard.press("n")  # goes to the queue with work, whatever the order
     page.wait_for_url(f"{live_server.url}/items/{item.pk}/")
+
+
+def test_the_heartbeat_says_reload_when_the_session_ended_and_leaves_the_form_alone(
+    page: Page, live_server, alice, queue
+):
+    from django.contrib.sessions.models import Session
+
+    (item,) = make_items(queue, 1)
+    browser_login(page, live_server, "alice")
+    page.get_by_role("button", name="Next item in Kyc").click()
+    page.wait_for_url(f"{live_server.url}/items/{item.pk}/")
+
+    # Signed out elsewhere (an admin ended the session): the heartbeat's POST lands on the
+    # login page, which is no answer about the lease, so it is not taken for one.
+    Session.objects.all().delete()
+    page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+
+    expect(page.locator("#stale-banner")).to_contain_text("Reload the page", timeout=10_000)
+    expect(page.locator("#submit-decision")).to_be_enabled()
+    item.refresh_from_db()
+    assert item.state == "leased" and item.lease_owner_id == alice.pk
