@@ -41,7 +41,8 @@ def _seconds(value: float | None) -> timedelta | None:
 
 
 def read_sla(*, hours: int = SLA_WINDOW_HOURS) -> list[SlaFigures]:
-    """Read the deadline and hold figures of every queue: two statements, whatever the sizes."""
+    """Read the deadline and hold figures of every queue: three statements (the queues,
+    SLA_OPEN, SLA_DECISIONS), whatever the sizes."""
     figures = {
         q.id: SlaFigures(queue_id=q.id, slug=q.slug, name=q.name)
         for q in Queue.objects.using(read_alias()).order_by("slug")

@@ -26,6 +26,7 @@ from queue_app.services.agreement import (
     qa_review_rows,
 )
 from queue_app.services.lanes import LANE_NAMES
+from reviewconsole.routers import read_alias
 
 WINDOW = timedelta(days=30)
 
@@ -58,7 +59,9 @@ class LaneFigures:
 
 
 def read_lane_figures(*, window: timedelta = WINDOW) -> LaneFigures:
-    """Everything the lanes panel, the metrics and doctor's LANE_BACKLOG read: 3 statements."""
+    """Everything the lanes panel, the metrics and doctor's LANE_BACKLOG read: 3 statements,
+    on the replica inside replica_reads() (/ops/ and /metrics), as their other figures are."""
+    using = read_alias()
     backlog = [
         LaneBacklog(
             queue=r["name"],
@@ -70,17 +73,17 @@ def read_lane_figures(*, window: timedelta = WINDOW) -> LaneFigures:
             oldest=r["oldest"],
             oldest_age=r["now"] - r["oldest"],
         )
-        for r in fetch_dicts(sql_lanes.LANE_BACKLOG_NAMED, {})
+        for r in fetch_dicts(sql_lanes.LANE_BACKLOG_NAMED, {}, using=using)
     ]
     returns = {
         r["slug"]: Rate(r["returned"], r["total"])
-        for r in fetch_dicts(sql_lanes.CHECKS_FINISHED, {"window": window})
+        for r in fetch_dicts(sql_lanes.CHECKS_FINISHED, {"window": window}, using=using)
     }
     for b in backlog:
         rate = returns.get(b.slug)
         if b.kind == LaneKind.CHECK:
             b.return_rate = f"{percent(rate)} of {rate.n}" if rate is not None else "none"
-    rows = qa_review_rows(window=window)
+    rows = qa_review_rows(window=window, using=using)
     return LaneFigures(
         window=window,
         backlog=backlog,

@@ -36,6 +36,7 @@ from queue_app.admin.decisions import _export_response
 from django_otp import DEVICE_ID_SESSION_KEY
 from django_otp.plugins.otp_totp.models import TOTPDevice
 from queue_app.models import Decision
+from queue_app import sql_lanes
 from queue_app.ops import sql
 from reviewconsole.routers import replica_reads
 
@@ -66,6 +67,7 @@ print(json.dumps({
     "pages": pages,
     "exported": export.count(b"\n"),
     "open_work": per_alias(lambda s: sql.OPEN_WORK.strip() in s),
+    "lanes": per_alias(lambda s: sql_lanes.LANE_BACKLOG_NAMED.strip() in s),
     "decisions": per_alias(lambda s: 'FROM "queue_app_decision"' in s),
     "user_insert": per_alias(lambda s: s.startswith('INSERT INTO "auth_user"')),
 }))
@@ -116,6 +118,7 @@ def test_the_heavy_readers_read_from_the_replica_and_nothing_else_does(queue, al
     assert report["exported"] == 1
     # The dashboard and /metrics each read the open work: on the replica only.
     assert report["open_work"] == {"default": 0, "replica": 2}
+    assert report["lanes"] == {"default": 0, "replica": 2}  # the lanes panel and its gauges
     assert report["decisions"]["default"] == 0 and report["decisions"]["replica"] >= 1
     # A write inside replica_reads() still goes to the primary.
     assert report["user_insert"] == {"default": 1, "replica": 0}
