@@ -149,9 +149,11 @@ class LaneTask(models.Model):
     lease_count = models.PositiveIntegerField(default=0)
     # A check's item deadline, copied when the check is queued (sql.INSERT_DECISION): the
     # deadline runs until the check confirms the decision, so Next check takes the most urgent
-    # first. Exact, not a cache: an item awaiting its check cannot be held or have its evidence
-    # replaced, the only two things that move due_at. NULL for QA and adjudication (their item
-    # is final) and for items without a deadline: those come after, oldest first.
+    # first. Exact, not a cache: only a hold moves due_at (it starts on a leased item, and
+    # replacing a held item's evidence gives back the unused part), and an item awaiting its
+    # check is neither leased nor held; its evidence may still be replaced, which leaves due_at
+    # alone. NULL for QA and adjudication (their item is final) and for items without a
+    # deadline: those come after, oldest first.
     due_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     done_at = models.DateTimeField(null=True, blank=True)
