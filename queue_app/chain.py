@@ -120,7 +120,8 @@ def seal_pending(*, limit: int = SEAL_BATCH_LIMIT, wait: bool = False) -> int:
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute(sql.SEAL_LOCK if wait else sql.TRY_SEAL_LOCK, {"key": SEAL_LOCK_KEY})
-            if not cursor.fetchone()[-1]:
+            got = wait or cursor.fetchone()[0]
+            if not got:
                 return 0  # another sealer is at it; what it misses, the next round takes
         # The tree's leaves in position order: the decisions, then the outcomes.
         taken = fetch_dicts(sql.TAKE_UNSEALED, {"limit": limit})

@@ -466,7 +466,7 @@ BATCH_AT = "SELECT batch_hash, size FROM queue_app_chainbatch WHERE seq = %(seq)
 TRY_SEAL_LOCK = "SELECT pg_try_advisory_xact_lock(%(key)s)"
 # What wants everything committed sealed before it goes on (a checkpoint) waits its turn
 # instead: skipping would leave out whatever the running sealer has not committed yet.
-SEAL_LOCK = "SELECT pg_advisory_xact_lock(%(key)s), true"
+SEAL_LOCK = "SELECT pg_advisory_xact_lock(%(key)s)"
 
 # Take up to %(limit)s committed, unsealed entries (oldest first) off the sealer's lists and
 # return each with its Merkle leaf: decisions first, then second-person outcomes (migration

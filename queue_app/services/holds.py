@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -154,14 +154,17 @@ def find_completed_hold(
         recorded = parse_datetime(event.detail.get("hold_until") or "")
         if recorded is not None and recorded == hold_until:
             due_at = event.detail.get("due_at")
-            now = ReviewItem.objects.filter(pk=item_id).values("state").first() or {}
             # Held now, and by this hold: no later one (a hold ended, claimed, held again).
-            still_held = (
-                now.get("state") == ItemState.HELD
-                and not ItemEvent.objects.filter(
-                    item_id=item_id, kind=ItemEventKind.HELD, pk__gt=event.pk
-                ).exists()
+            later = ItemEvent.objects.filter(
+                item_id=OuterRef("pk"), kind=ItemEventKind.HELD, pk__gt=event.pk
             )
+            now = (
+                ReviewItem.objects.filter(pk=item_id)
+                .values("state", held_again=Exists(later))
+                .first()
+                or {}
+            )
+            still_held = now.get("state") == ItemState.HELD and not now["held_again"]
             # Ended since: the state now may still be "held", by a later hold under a later
             # lease, so whether this one still stands is said apart from the state.
             return {

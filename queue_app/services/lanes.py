@@ -27,6 +27,7 @@ from queue_app.evidence import attachments_of, evidence_hash
 from queue_app.jsonutil import stored_loads
 from queue_app.lanes import QA_VERDICTS, qa_sampled
 from queue_app.managers import (
+    Result,
     build_instances,
     fetch_dicts,
     run_together,
@@ -97,14 +98,8 @@ def claim_lane_task(*, queue: Queue, kind: str, user: User) -> LaneTask | None:
         "owner_id": user.pk,
         "is_superuser": user.is_superuser,
         "ttl": queue.lease_ttl,
-        **_timeouts(),
     }
-    # The timeouts, the claim and the COMMIT in one round trip.
-    with transaction.atomic():
-        _, result = run_together(
-            [(sql.SET_LOCAL_TIMEOUTS, params), (sql_lanes.CLAIM_LANE_TASK, params)], commit=True
-        )
-    tasks = build_instances(LaneTask, result)
+    tasks = build_instances(LaneTask, _bounded_write(sql_lanes.CLAIM_LANE_TASK, params))
     if not tasks:
         return None
     task = tasks[0]
@@ -118,7 +113,7 @@ def claim_lane_task(*, queue: Queue, kind: str, user: User) -> LaneTask | None:
 def release_lane_task(*, task_id: int, user: User, lease_token: uuid.UUID | str) -> None:
     """Give a task back to its lane, fenced by the token."""
     params = {"task_id": task_id, "lease_token": parse_token(lease_token), "owner_id": user.pk}
-    rows = _fenced_write(sql_lanes.RELEASE_LANE_TASK, params)
+    _, rows = _bounded_write(sql_lanes.RELEASE_LANE_TASK, params)
     if not rows:
         raise StaleLease(_stale_message(task_id))
 
@@ -135,7 +130,7 @@ def renew_lane_task(*, task_id: int, user: User, lease_token: uuid.UUID | str) -
         "is_superuser": user.is_superuser,
         "may_adjudicate": LaneKind.ADJUDICATION in kinds,
     }
-    rows = _fenced_write(sql_lanes.RENEW_LANE_TASK, params)
+    _, rows = _bounded_write(sql_lanes.RENEW_LANE_TASK, params)
     if not rows:
         raise StaleLease(_stale_message(task_id))
     return rows[0][0]  # RETURNING lease_expires
@@ -147,17 +142,18 @@ def _note(note: str) -> str:
     return note
 
 
-def _fenced_write(statement: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-    """The timeouts, one fenced write of a task's lease and the COMMIT, in one round trip.
+def _bounded_write(statement: str, params: dict[str, Any]) -> Result:
+    """The timeouts, one write of a task's lease (claim, renew, release) and the COMMIT, in one
+    round trip; the write's (column names, rows).
 
     Behind a finish that holds the task's row, the write waits no longer than the lock
     timeout: the page's heartbeat or Release gets a quick "busy", not a hung request.
     """
     with transaction.atomic():
-        _, (_, rows) = run_together(
+        _, result = run_together(
             [(sql.SET_LOCAL_TIMEOUTS, _timeouts()), (statement, params)], commit=True
         )
-    return rows
+    return result
 
 
 def _timeouts() -> dict[str, str]:

@@ -43,14 +43,18 @@
     return h ? `${h}:${String(m).padStart(2, "0")}:${s}` : `${m}:${s}`;
   }
 
-  /* Stop every write from this page: someone else holds the item (or task) now. */
-  function refuse(message, noun) {
+  /* The stale banner: role="alert", announced at once, the one assertive message the page makes. */
+  function showBanner(message) {
     const banner = document.getElementById("stale-banner");
     if (banner) {
-      // role="alert": announced at once, the one assertive message the page makes.
       banner.textContent = message;
       banner.hidden = false;
     }
+  }
+
+  /* Stop every write from this page: someone else holds the item (or task) now. */
+  function refuse(message, noun) {
+    showBanner(message);
     // Every form that writes under the lease (it carries the token): decide, release, and a
     // lane's confirm, return, QA review and adjudication.
     for (const form of document.querySelectorAll("form")) {
@@ -68,13 +72,10 @@
   /* The page can no longer renew its lease, though it may still hold it: say why and how to
    * go on, and leave the forms as they are (the server judges whatever is sent). */
   function mustReload(noun) {
-    const banner = document.getElementById("stale-banner");
-    if (banner) {
-      banner.textContent =
-        `This page can no longer keep your lease of this ${noun}: you were signed out, or ` +
-        "signed in again in another tab. Reload the page to go on.";
-      banner.hidden = false;
-    }
+    showBanner(
+      `This page can no longer keep your lease of this ${noun}: you were signed out, or ` +
+        "signed in again in another tab. Reload the page to go on.",
+    );
   }
 
   /* Renew the lease while the page is visible, at half the time left (at most half the TTL). */

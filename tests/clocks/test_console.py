@@ -97,14 +97,22 @@ def test_a_hold_submitted_twice_says_it_is_on_hold_both_times(alice, bob, queue)
     assert replay["Location"] == f"/items/{it.pk}/"
 
 
-def test_a_hold_resubmitted_after_it_ended_says_so(alice, bob, queue):
+def _alices_hold_come_due(queue, alice):
+    """alice holds an item for three hours, and the hold comes due; return what her
+    resubmission of that hold sends: the item, her lease, her client and the time."""
     add_hold_reasons(queue)
     it = item(queue, "k")
     leased = claim_next(queue=queue, reviewer=alice)
     client = login(alice)
     until = timezone.localtime(timezone.now() + timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M")
     assert _hold_post(client, it, leased.lease_token, hold_until=until)["Location"] == "/"
+    assert "is on hold until" in client.get("/").content.decode()  # read, so gone
     make_hold_due(it.pk)
+    return it, leased, client, until
+
+
+def test_a_hold_resubmitted_after_it_ended_says_so(alice, bob, queue):
+    it, leased, client, until = _alices_hold_come_due(queue, alice)
     assert claim_next(queue=queue, reviewer=bob).pk == it.pk
     again = _hold_post(client, it, leased.lease_token, hold_until=until)
     assert again["Location"] == "/"
@@ -218,14 +226,7 @@ def test_the_subject_list_is_newest_first_and_bounded(alice, queue):
 
 
 def test_a_hold_resubmitted_after_a_later_hold_says_its_own_ended(alice, bob, queue):
-    add_hold_reasons(queue)
-    it = item(queue, "k")
-    leased = claim_next(queue=queue, reviewer=alice)
-    client = login(alice)
-    until = timezone.localtime(timezone.now() + timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M")
-    assert _hold_post(client, it, leased.lease_token, hold_until=until)["Location"] == "/"
-    assert "is on hold until" in client.get("/").content.decode()  # read, so gone
-    make_hold_due(it.pk)
+    it, leased, client, until = _alices_hold_come_due(queue, alice)
     bobs = claim_next(queue=queue, reviewer=bob)
     later = timezone.localtime(timezone.now() + timedelta(hours=5)).strftime("%Y-%m-%dT%H:%M")
     assert _hold_post(login(bob), it, bobs.lease_token, hold_until=later)["Location"] == "/"
