@@ -12,6 +12,38 @@ from __future__ import annotations
 
 from queue_app.sql import _MAY_REVIEW
 
+# Whether %(owner_id)s holds can_overturn, decided as Django's ModelBackend decides it but read
+# in the statement that relies on it: an active user who is a superuser or holds the permission
+# directly or through a group. A permission removed while a page is open is seen by the next
+# write, not only by the next request's has_perm (whose answer is cached per request).
+_CAN_OVERTURN = """EXISTS (
+    SELECT 1 FROM auth_user AS u
+     WHERE u.id = %(owner_id)s AND u.is_active
+       AND (u.is_superuser OR EXISTS (
+           SELECT 1 FROM auth_permission AS p
+             JOIN django_content_type AS ct ON ct.id = p.content_type_id
+            WHERE ct.app_label = 'queue_app' AND p.codename = 'can_overturn'
+              AND (EXISTS (SELECT 1 FROM auth_user_user_permissions AS up
+                            WHERE up.user_id = u.id AND up.permission_id = p.id)
+                   OR EXISTS (SELECT 1 FROM auth_group_permissions AS gp
+                                JOIN auth_user_groups AS ug ON ug.group_id = gp.group_id
+                               WHERE ug.user_id = u.id AND gp.permission_id = p.id))))
+)"""
+
+# Who may hold or finish a task of lane {kind} in queue {queue}, in the statement that claims,
+# renews or locks it: a person (an API client's service user never works a lane: machines
+# decide, people confirm) who may review the queue (checks, QA) or overturn (adjudication).
+# The services ask the same first, to refuse in plain words; this is the check a revocation
+# landing between that question and the write cannot slip past.
+_MAY_WORK_LANE = (
+    "(NOT EXISTS (SELECT 1 FROM queue_app_apiclient AS c WHERE c.user_id = %(owner_id)s)\n"
+    "     AND CASE WHEN {kind} = 'adjudication' THEN "
+    + _CAN_OVERTURN.replace("{", "{{").replace("}", "}}")
+    + "\n              ELSE "
+    + _MAY_REVIEW
+    + " END)"
+)
+
 # Next check / Next QA / Next adjudication: renew the caller's own live lease in this lane if
 # they hold one (a second tab, a reload), otherwise claim the open task whose lease is absent or
 # expired with the earliest deadline (a check's item's, copied at queueing; none last), then the
@@ -27,15 +59,15 @@ from queue_app.sql import _MAY_REVIEW
 #   skipped by the stored principals; the lanetask trigger refuses them anyway;
 # - the outer WHERE re-checks the row (EvalPlanQual re-evaluates only the outer conditions):
 #   a task finished or re-leased while we waited for its lock is not stamped.
-# The gate: checks and QA need the queue's review access; adjudication (can_overturn) is
-# checked by the service, as overturns are.
+# The gate is _MAY_WORK_LANE: checks and QA need the queue's review access, adjudication
+# can_overturn, both read in the statement.
 CLAIM_LANE_TASK = (
     """
 WITH me AS MATERIALIZED (
     SELECT queue_app_principal(%(owner_id)s) AS principal,
-           (%(kind)s::text = 'adjudication' OR """
-    + _MAY_REVIEW.format(queue="%(queue_id)s")
-    + """) AS allowed
+           """
+    + _MAY_WORK_LANE.format(kind="%(kind)s::text", queue="%(queue_id)s")
+    + """ AS allowed
 ), mine AS MATERIALIZED (
     SELECT t.id FROM queue_app_lanetask AS t
      WHERE t.lease_owner_id = %(owner_id)s AND t.queue_id = %(queue_id)s
@@ -90,10 +122,8 @@ RETURNING id
 
 # Extend a task's lease while its page is open (the page's heartbeat), fenced by the token: a
 # tab whose task was taken over renews nothing. A lapsed lease nobody re-claimed is still the
-# holder's, as for review items (sql.RENEW_LEASE). Who may hold it is checked again here: a
-# check or QA task needs the queue's review access, as the claim does; an adjudication needs
-# can_overturn, which the service reads from Django's permissions (%(may_adjudicate)s). The
-# lease TTL is the queue's, as when it was claimed.
+# holder's, as for review items (sql.RENEW_LEASE). Who may hold it is checked again here, as
+# the claim checks it (_MAY_WORK_LANE). The lease TTL is the queue's, as when it was claimed.
 RENEW_LANE_TASK = (
     """
 UPDATE queue_app_lanetask AS t
@@ -101,10 +131,9 @@ UPDATE queue_app_lanetask AS t
   FROM queue_app_queue AS q
  WHERE t.id = %(task_id)s AND q.id = t.queue_id AND t.state = 'open'
    AND t.lease_token = %(lease_token)s AND t.lease_owner_id = %(owner_id)s
-   AND CASE WHEN t.kind = 'adjudication' THEN %(may_adjudicate)s
-            ELSE """
-    + _MAY_REVIEW.format(queue="t.queue_id")
-    + """ END
+   AND """
+    + _MAY_WORK_LANE.format(kind="t.kind", queue="t.queue_id")
+    + """
 RETURNING t.lease_expires
 """
 )
@@ -113,11 +142,18 @@ RETURNING t.lease_expires
 # item's evidence now, the decision's verdict, reason and evidence hash. Locks the task and the
 # item (in that order, the order every finish takes): a confirmation racing a return of the
 # same task waits here, then finds the task done (the WHERE is re-checked) and gets no row.
-LOCK_LANE_TASK = """
+# `allowed` is whether the holder may still work the lane (_MAY_WORK_LANE), read after the
+# locks are granted: the service rolls back when they may not, so a lease outlives a
+# revocation without a finish doing so.
+LOCK_LANE_TASK = (
+    """
 SELECT t.id, t.kind, t.queue_id, t.item_id, t.decision_id, t.lease_token,
        i.state AS item_state, i.subject, i.payload, i.attachments,
        d.verdict, d.reason_code_id, d.evidence_hash, d.lease_token AS decision_lease_token,
-       d.reviewer_id AS maker_id, q.qa_rate
+       d.reviewer_id AS maker_id, q.qa_rate,
+       """
+    + _MAY_WORK_LANE.format(kind="t.kind", queue="t.queue_id")
+    + """ AS allowed
   FROM queue_app_lanetask AS t
   JOIN queue_app_reviewitem AS i ON i.id = t.item_id
   JOIN queue_app_decision AS d ON d.id = t.decision_id
@@ -126,6 +162,7 @@ SELECT t.id, t.kind, t.queue_id, t.item_id, t.decision_id, t.lease_token,
    AND t.lease_token = %(lease_token)s AND t.lease_owner_id = %(owner_id)s
    FOR UPDATE OF t, i
 """
+)
 
 # The fenced finish every outcome shares: mark the task done and write its outcome, both only
 # if the token and holder still match. {more} adds the kind's own effects as further CTEs
@@ -243,21 +280,15 @@ FINISH_ADJUDICATION = _FINISH.format(
 # work, the open tasks, how many are leased now, the oldest, and whether the lane is set up at
 # all (a check policy, a QA rate) so that an idle, unconfigured lane is not listed. Checks and
 # QA: the queues the user reviews (%(queue_ids)s, which the home page has read already).
-# Adjudication: every queue, for a holder of can_overturn (directly, through a group, or as a
-# superuser; the claim asks Django's has_perm again). An API client's service user gets none.
-LANES_FOR_USER = """
+# Adjudication: every queue, for a holder of can_overturn (_CAN_OVERTURN, as the claim asks).
+# An API client's service user gets none.
+LANES_FOR_USER = (
+    """
 WITH me AS MATERIALIZED (
-    SELECT NOT EXISTS (SELECT 1 FROM queue_app_apiclient WHERE user_id = %(user_id)s) AS human,
-           %(is_active)s AND (%(is_superuser)s OR EXISTS (
-               SELECT 1 FROM auth_permission AS p
-                 JOIN django_content_type AS ct ON ct.id = p.content_type_id
-                WHERE ct.app_label = 'queue_app' AND p.codename = 'can_overturn'
-                  AND (EXISTS (SELECT 1 FROM auth_user_user_permissions AS up
-                                WHERE up.user_id = %(user_id)s AND up.permission_id = p.id)
-                       OR EXISTS (SELECT 1 FROM auth_group_permissions AS gp
-                                    JOIN auth_user_groups AS ug ON ug.group_id = gp.group_id
-                                   WHERE ug.user_id = %(user_id)s
-                                     AND gp.permission_id = p.id)))) AS can_overturn
+    SELECT NOT EXISTS (SELECT 1 FROM queue_app_apiclient WHERE user_id = %(owner_id)s) AS human,
+           """
+    + _CAN_OVERTURN
+    + """ AS can_overturn
 ), lanes AS (
     SELECT q.id AS queue_id, q.slug, q.name, q.qa_rate, k.kind
       FROM queue_app_queue AS q
@@ -282,6 +313,7 @@ SELECT l.queue_id, l.slug, l.name, l.kind,
  GROUP BY l.queue_id, l.slug, l.name, l.qa_rate, l.kind
  ORDER BY l.name, array_position(ARRAY['check', 'qa', 'adjudication'], l.kind)
 """
+)
 
 # -- figures (/ops/, /metrics, doctor) -----------------------------------------------------------
 

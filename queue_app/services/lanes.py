@@ -61,6 +61,7 @@ SELF_CHECK = (
     "You made this decision (or your API client did), so someone else must check it: a "
     "second person."
 )
+LANE_ACCESS_LOST = "You no longer have access to this lane. Nothing was recorded."
 EVIDENCE_CHANGED_ON_CHECK = (
     "The evidence changed after the maker's decision, so it cannot be confirmed: the item went "
     "back to its queue for a new review. Nothing was confirmed."
@@ -120,15 +121,13 @@ def release_lane_task(*, task_id: int, user: User, lease_token: uuid.UUID | str)
 
 def renew_lane_task(*, task_id: int, user: User, lease_token: uuid.UUID | str) -> datetime:
     """Extend the user's lease of a task by its queue's lease TTL; return the new expiry."""
-    kinds = user_lane_kinds(user=user)
-    if not kinds:
+    if not user_lane_kinds(user=user):
         raise NotPermitted("You do not have access to this lane.")
     params = {
         "task_id": task_id,
         "lease_token": parse_token(lease_token),
         "owner_id": user.pk,
         "is_superuser": user.is_superuser,
-        "may_adjudicate": LaneKind.ADJUDICATION in kinds,
     }
     _, rows = _bounded_write(sql_lanes.RENEW_LANE_TASK, params)
     if not rows:
@@ -164,12 +163,17 @@ def _timeouts() -> dict[str, str]:
 
 
 def _lock(*, task_id: int, kind: str, user: User, token: uuid.UUID) -> dict[str, Any]:
-    """The timeouts and the locking read of the task (LOCK_LANE_TASK), in one round trip."""
+    """The timeouts and the locking read of the task (LOCK_LANE_TASK), in one round trip.
+
+    Refuses a holder who may no longer work the lane (the statement's `allowed`): the caller's
+    transaction rolls back and nothing is recorded.
+    """
     params = {
         "task_id": task_id,
         "kind": kind,
         "lease_token": token,
         "owner_id": user.pk,
+        "is_superuser": user.is_superuser,
         **_timeouts(),
     }
     _, (columns, rows) = run_together(
@@ -177,7 +181,10 @@ def _lock(*, task_id: int, kind: str, user: User, token: uuid.UUID) -> dict[str,
     )
     if not rows:
         raise StaleLease(_stale_message(task_id))
-    return dict(zip(columns, rows[0], strict=True))
+    row = dict(zip(columns, rows[0], strict=True))
+    if not row["allowed"]:
+        raise NotPermitted(LANE_ACCESS_LOST)
+    return row
 
 
 def _stale_message(task_id: int) -> str:
@@ -414,12 +421,7 @@ def lanes_for_user(*, user: User, queue_ids: list[int] | None = None) -> list[di
         queue_ids = list(queues_for_user(user=user).values_list("pk", flat=True))
     rows = fetch_dicts(
         sql_lanes.LANES_FOR_USER,
-        {
-            "user_id": user.pk,
-            "is_active": user.is_active,
-            "is_superuser": user.is_superuser,
-            "queue_ids": queue_ids,
-        },
+        {"owner_id": user.pk, "queue_ids": queue_ids},
     )
     return [
         {
