@@ -37,6 +37,9 @@ from queue_app.models import ChainVerification
 # pg_try_advisory_xact_lock key for the sealer ("RCseal" as an integer, for grepability).
 SEAL_LOCK_KEY = 0x52437365616C
 SEAL_BATCH_LIMIT = 10_000
+# The share of a round kept for second-person outcomes while they wait (1 in 10 of its limit,
+# none below 10): decisions arriving faster than a round seals cannot hold them back.
+OUTCOME_SHARE_DIVISOR = 10
 
 
 class SealRefused(Exception):
@@ -112,7 +115,8 @@ def batch_hash(*, prev_hash: str, seq: int, size: int, root: str) -> str:
 
 def seal_pending(*, limit: int = SEAL_BATCH_LIMIT, wait: bool = False) -> int:
     """Seal committed, unsealed decisions and second-person outcomes into one new batch (at
-    most limit of them, decisions first); return how many were sealed.
+    most limit of them, decisions first, a tenth of the room kept for outcomes waiting);
+    return how many were sealed.
 
     While another sealer is at it: 0 at once, or with wait, once it has committed (its batch
     is then the predecessor, and what it left is taken here).
@@ -124,7 +128,10 @@ def seal_pending(*, limit: int = SEAL_BATCH_LIMIT, wait: bool = False) -> int:
             if not got:
                 return 0  # another sealer is at it; what it misses, the next round takes
         # The tree's leaves in position order: the decisions, then the outcomes.
-        taken = fetch_dicts(sql.TAKE_UNSEALED, {"limit": limit})
+        taken = fetch_dicts(
+            sql.TAKE_UNSEALED,
+            {"limit": limit, "outcome_share": limit // OUTCOME_SHARE_DIVISOR},
+        )
         size = len(taken)
         if not size:
             return 0

@@ -470,17 +470,22 @@ SEAL_LOCK = "SELECT pg_advisory_xact_lock(%(key)s)"
 
 # Take up to %(limit)s committed, unsealed entries (oldest first) off the sealer's lists and
 # return each with its Merkle leaf: decisions first, then second-person outcomes (migration
-# 0020) in what room the decisions leave. One statement, one round trip a round, so an idle
-# sealer reads both lists at the cost of one. An entry whose transaction has not committed yet
-# is not visible here and waits for the next round: nothing is sealed before it is final. Both
-# DELETEs see the same snapshot; the outcomes' LIMIT reads how many decisions were taken. An
-# entry whose row is gone from the log (deleted by an owner with the foreign keys off) comes
-# back with a NULL leaf, not dropped: the sealer refuses the round and the list keeps it.
+# 0020) in what room the decisions leave. Up to %(outcome_share)s of the room is kept for the
+# outcomes waiting, so that a stream of decisions filling every round cannot hold
+# confirmations back indefinitely. One statement, one round trip a round, so an idle sealer
+# reads both lists at the cost of one. An entry whose transaction has not committed yet is not
+# visible here and waits for the next round: nothing is sealed before it is final. Every part
+# sees the same snapshot; each LIMIT reads what the parts before it took. An entry whose row is
+# gone from the log (deleted by an owner with the foreign keys off) comes back with a NULL
+# leaf, not dropped: the sealer refuses the round and the list keeps it.
 TAKE_UNSEALED = """
-WITH decisions AS (
+WITH kept AS MATERIALIZED (
+    SELECT count(*) AS n
+      FROM (SELECT 1 FROM queue_app_unsealedlaneoutcome LIMIT %(outcome_share)s) AS waiting
+), decisions AS (
     DELETE FROM queue_app_unsealeddecision
      WHERE decision_id IN (SELECT decision_id FROM queue_app_unsealeddecision
-                            ORDER BY decision_id LIMIT %(limit)s)
+                            ORDER BY decision_id LIMIT %(limit)s - (SELECT n FROM kept))
  RETURNING decision_id
 ), outcomes AS (
     DELETE FROM queue_app_unsealedlaneoutcome

@@ -109,6 +109,21 @@ def test_a_full_batch_takes_decisions_first_and_outcomes_in_the_room_left(
     assert result.ok, result.message
 
 
+def test_a_round_full_of_decisions_keeps_a_tenth_for_the_outcomes_waiting(
+    checked_queue, alice, carol
+):
+    confirmed = confirm_one(checked_queue, alice, carol)  # one decision and its outcome
+    bulk_checks(checked_queue, alice, 12)  # twelve more decisions, all after it
+    assert seal_pending(limit=10) == 10
+    [batch] = ChainBatch.objects.all()
+    assert batch.entries.count() == 9  # the oldest nine decisions
+    assert [e.outcome_id for e in batch.outcome_entries.all()] == [confirmed.pk]
+    # With no outcome waiting, the decisions have the whole round.
+    assert seal_pending(limit=10) == 4
+    result = verify_chain()
+    assert result.ok, result.message
+
+
 @pytest.mark.parametrize(
     "rewrite",
     [
