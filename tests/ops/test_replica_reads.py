@@ -68,6 +68,7 @@ print(json.dumps({
     "exported": export.count(b"\n"),
     "open_work": per_alias(lambda s: sql.OPEN_WORK.strip() in s),
     "lanes": per_alias(lambda s: sql_lanes.LANE_BACKLOG_NAMED.strip() in s),
+    "sealing": per_alias(lambda s: sql.SEALING_BACKLOG.strip() in s),
     "decisions": per_alias(lambda s: 'FROM "queue_app_decision"' in s),
     "user_insert": per_alias(lambda s: s.startswith('INSERT INTO "auth_user"')),
 }))
@@ -119,6 +120,8 @@ def test_the_heavy_readers_read_from_the_replica_and_nothing_else_does(queue, al
     # The dashboard and /metrics each read the open work: on the replica only.
     assert report["open_work"] == {"default": 0, "replica": 2}
     assert report["lanes"] == {"default": 0, "replica": 2}  # the lanes panel and its gauges
+    # What waits for the sealer is an alarm about the primary: /metrics reads it there.
+    assert report["sealing"] == {"default": 1, "replica": 0}
     assert report["decisions"]["default"] == 0 and report["decisions"]["replica"] >= 1
     # A write inside replica_reads() still goes to the primary.
     assert report["user_insert"] == {"default": 1, "replica": 0}
