@@ -196,12 +196,16 @@ def outsider(db) -> User:
     return _user("mallory")
 
 
+def with_overturn_permission(user: User) -> User:
+    """Give user can_overturn; returns a fresh object (Django caches permissions on the old)."""
+    user.user_permissions.add(Permission.objects.get(codename="can_overturn"))
+    return User.objects.get(pk=user.pk)
+
+
 @pytest.fixture
 def supervisor(reviewers_group) -> User:
     """Staff with the can_overturn permission (not a superuser)."""
-    user = _user("sam", reviewers_group, is_staff=True)
-    user.user_permissions.add(Permission.objects.get(codename="can_overturn"))
-    return User.objects.get(pk=user.pk)  # fresh: permission cache
+    return with_overturn_permission(_user("sam", reviewers_group, is_staff=True))
 
 
 def run_in_threads(n: int, target: Callable[[int], Any]) -> list[Any]:

@@ -7,6 +7,7 @@ import threading
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth.models import Permission, User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import IntegrityError, connection, transaction
@@ -29,6 +30,7 @@ from tests.conftest import (
     run_in_threads,
     shown_hash,
     triggers_off,
+    with_overturn_permission,
 )
 
 pytestmark = pytest.mark.django_db
@@ -197,6 +199,7 @@ def test_a_reason_code_of_another_queue_is_refused_by_the_database(queue, review
 
 
 def test_overturn_columns_are_set_iff_the_verdict_is_overturn(queue, bob, decision):
+    bob = with_overturn_permission(bob)  # else migration 0023 refuses the first row before
     item = decision.item
     overturn_reason = queue.reason_codes.get(code="reviewer_error")
     with pytest.raises(IntegrityError, match="decision_overturn_columns"):
@@ -270,6 +273,28 @@ def test_the_database_refuses_an_overturn_by_any_author_in_the_chain(
     assert Decision.objects.filter(item=decision.item).count() == 2
 
 
+def test_the_database_refuses_an_overturn_by_someone_without_can_overturn(
+    queue, bob, reviewers_group, decision
+):
+    reason = queue.reason_codes.get(code="reviewer_error")
+    overturn = {
+        "reason_id": reason.pk,
+        "verdict": "overturn",
+        "supersedes_id": decision.pk,
+        "corrected_verdict": "reject",
+    }
+    with pytest.raises(IntegrityError, match=r"overturn permission: user \d+ .* can_overturn"):
+        _insert_decision(decision.item, bob, **overturn)
+    # Held through a group, the permission counts; a deactivated superuser's does not.
+    root = User.objects.create_superuser("root", password="pw-root")
+    User.objects.filter(pk=root.pk).update(is_active=False)
+    with pytest.raises(IntegrityError, match="overturn permission"):
+        _insert_decision(decision.item, root, **overturn)
+    reviewers_group.permissions.add(Permission.objects.get(codename="can_overturn"))
+    _insert_decision(decision.item, bob, **overturn)
+    assert Decision.objects.get(supersedes=decision).reviewer_id == bob.pk
+
+
 def test_the_database_counts_an_api_clients_decision_as_its_creators(queue, supervisor, bob):
     robot, _ = issue_api_client(name="robot", can_adjudicate=True, queues=[queue])
     ApiClient.objects.filter(pk=robot.pk).update(created_by=supervisor)
@@ -292,7 +317,7 @@ def test_the_database_counts_an_api_clients_decision_as_its_creators(queue, supe
     }
     with pytest.raises(IntegrityError, match="four eyes"):
         _insert_decision(robots.item, supervisor, **overturn)
-    _insert_decision(robots.item, bob, **overturn)  # anyone else may
+    _insert_decision(robots.item, with_overturn_permission(bob), **overturn)  # anyone else may
     assert Decision.objects.filter(supersedes=robots, reviewer=bob).exists()
 
 
@@ -328,6 +353,7 @@ def test_the_database_records_the_reviewers_username_whatever_the_writer_sends(
     queue, alice, bob, decision
 ):
     assert decision.reviewer_username == "alice"  # RETURNING: filled in the insert itself
+    bob = with_overturn_permission(bob)
     reason = queue.reason_codes.get(code="reviewer_error")
     _insert_decision(
         decision.item,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, Permission, User
 
 from queue_app.api.auth import issue_api_client
 from queue_app.errors import AlreadySuperseded, InvalidReason, InvalidVerdict, NotPermitted
@@ -17,7 +17,8 @@ from queue_app.services import (
     standing_outcome,
     submit_decision,
 )
-from tests.conftest import make_items, shown_hash
+from queue_app.services.decisions import NO_OVERTURN_PERMISSION
+from tests.conftest import make_items, shown_hash, with_overturn_permission
 
 pytestmark = pytest.mark.django_db
 
@@ -81,10 +82,7 @@ def test_the_author_cannot_overturn_their_own_decision(approved, alice, supervis
 
 
 def test_the_reviewer_cannot_overturn_their_decision_even_with_the_permission(approved, alice):
-    from django.contrib.auth.models import Permission
-
-    alice.user_permissions.add(Permission.objects.get(codename="can_overturn"))
-    alice = User.objects.get(pk=alice.pk)
+    alice = with_overturn_permission(alice)
     with pytest.raises(NotPermitted, match="Four eyes"):
         _overturn(approved, alice)
     assert not Decision.objects.filter(verdict="overturn").exists()
@@ -105,18 +103,11 @@ def test_it_refuses_a_no_op_overturn(approved, supervisor):
         _overturn(approved, supervisor, verdict="approve")
 
 
-def _with_overturn_permission(user: User) -> User:
-    from django.contrib.auth.models import Permission
-
-    user.user_permissions.add(Permission.objects.get(codename="can_overturn"))
-    return User.objects.get(pk=user.pk)  # fresh: permission cache
-
-
 def test_an_author_anywhere_in_the_chain_cannot_overturn_in_it(approved, alice, supervisor):
     # Alice approved, Sam overturned to reject; Alice, now with the permission, may not put her
     # own verdict back by overturning Sam's overturn.
     sams = _overturn(approved, supervisor)
-    alice = _with_overturn_permission(alice)
+    alice = with_overturn_permission(alice)
     with pytest.raises(NotPermitted, match=f"you made decision #{approved.pk} on this item"):
         _overturn(sams, alice, verdict="approve")
     assert standing_outcome(item=approved.item_id) == "reject"
@@ -150,3 +141,55 @@ def test_a_decision_by_an_api_client_counts_as_its_creators(queue, supervisor):
     # Someone who did not create the client may.
     other = User.objects.create_superuser("root", password="x")
     assert _overturn(decided, other).supersedes_id == decided.pk
+
+
+def _revoked_behind_djangos_cache(user: User, revoke) -> User:
+    """Revoke in the database while this user object still says it holds can_overturn.
+
+    Django caches a user's permissions on the object for its lifetime (a request); the
+    service's has_perm then passes, and the insert's trigger (migration 0023) must refuse.
+    """
+    assert user.has_perm("queue_app.can_overturn")  # fills the cache
+    revoke()
+    assert user.has_perm("queue_app.can_overturn")  # still cached
+    return user
+
+
+def _nothing_overturned(decision) -> None:
+    assert not Decision.objects.filter(verdict="overturn").exists()
+    assert standing_outcome(item=decision.item_id) == decision.verdict
+    assert not EffectJob.objects.exclude(decision_id=decision.pk).exists()
+
+
+def test_a_permission_removed_during_the_request_is_refused_by_the_insert(approved, supervisor):
+    permission = Permission.objects.get(codename="can_overturn")
+    _revoked_behind_djangos_cache(
+        supervisor, lambda: supervisor.user_permissions.remove(permission)
+    )
+    with pytest.raises(NotPermitted, match=NO_OVERTURN_PERMISSION):
+        _overturn(approved, supervisor)
+    _nothing_overturned(approved)
+
+
+def test_a_group_that_granted_the_permission_removed_during_the_request_is_refused(approved, bob):
+    admins = Group.objects.create(name="Overturners")
+    admins.permissions.add(Permission.objects.get(codename="can_overturn"))
+    bob.groups.add(admins)
+    bob = User.objects.get(pk=bob.pk)
+    _revoked_behind_djangos_cache(bob, lambda: bob.groups.remove(admins))
+    with pytest.raises(NotPermitted, match=NO_OVERTURN_PERMISSION):
+        _overturn(approved, bob)
+    _nothing_overturned(approved)
+    # Given the group back, the same overturn goes through.
+    bob.groups.add(admins)
+    assert _overturn(approved, User.objects.get(pk=bob.pk)).supersedes_id == approved.pk
+
+
+def test_a_superuser_deactivated_during_the_request_is_refused(approved):
+    root = User.objects.create_superuser("root", password="pw-root")
+    _revoked_behind_djangos_cache(
+        root, lambda: User.objects.filter(pk=root.pk).update(is_active=False)
+    )
+    with pytest.raises(NotPermitted, match=NO_OVERTURN_PERMISSION):
+        _overturn(approved, root)
+    _nothing_overturned(approved)

@@ -231,6 +231,9 @@ def four_eyes_refusal(*, decision: Decision, user: User) -> str | None:
     )
 
 
+NO_OVERTURN_PERMISSION = "You do not have permission to overturn decisions."
+
+
 def overturn_decision(
     *,
     decision_id: int,
@@ -240,8 +243,10 @@ def overturn_decision(
     note: str = "",
 ) -> Decision:
     """Supersede a standing decision with an overturn row (never an edit)."""
+    # Asked here to refuse before any work; the insert's trigger asks again (migration 0023),
+    # since has_perm's answer is cached on the user object for the whole request.
     if not admin.is_authenticated or not admin.has_perm("queue_app.can_overturn"):
-        raise NotPermitted("You do not have permission to overturn decisions.")
+        raise NotPermitted(NO_OVERTURN_PERMISSION)
     if corrected_verdict not in CORRECTED_VERDICTS:
         raise InvalidVerdict("An overturn leaves either approve or reject standing.")
     if len(note) > NOTE_MAX_LENGTH:
@@ -296,6 +301,8 @@ def overturn_decision(
                 raise NotPermitted("Four eyes: someone else must overturn this item.") from None
             if is_handoff_violation(exc):  # migration 0015's trigger
                 raise NotPermitted(HANDOFF_REFUSAL) from None
+            if "overturn permission:" in str(exc):  # migration 0023's, had a revocation raced
+                raise NotPermitted(NO_OVERTURN_PERMISSION) from None
             raise
     logger.info(
         "decision overturned",
