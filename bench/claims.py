@@ -165,7 +165,6 @@ def measure(queue, reviewer, n: int) -> dict[str, dict[str, float]]:
         "ttl": timedelta(minutes=10),
         "max_leases": 2**31 - 1,
         "release_skip": timedelta(minutes=15),
-        "is_superuser": reviewer.is_superuser,
     }
 
     def statement() -> None:

@@ -65,7 +65,6 @@ def pgbench_script(*, queue_id: int, reason_code: str, first_user: int, users: i
         "limit": "1",
         "max_leases": str(MAX_LEASES),
         "release_skip": f"interval '{RELEASE_SKIP_SECONDS} seconds'",
-        "is_superuser": "false",
     }
     lease = {**common, "item_id": ":c_id", "lease_token": "(:c_lease_token)::uuid"}
     decision = {
@@ -143,7 +142,6 @@ def floor_worker(args: tuple[int, int, float, str], ready) -> tuple[int, float]:
     common = {
         "queue_id": queue_id,
         "owner_id": user_id,
-        "is_superuser": False,
         "lock_timeout": LOCK_TIMEOUT,
         "statement_timeout": STATEMENT_TIMEOUT,
         "ttl": timedelta(seconds=TTL_SECONDS),

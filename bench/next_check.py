@@ -141,7 +141,6 @@ def measure(queue, checker, n: int, *, expect: bool = True) -> dict[str, dict[st
         "queue_id": queue.pk,
         "kind": "check",
         "owner_id": checker.pk,
-        "is_superuser": False,
         "ttl": timedelta(minutes=10),
     }
 

@@ -284,7 +284,6 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         *,
         queue_id: int,
         owner_id: int,
-        is_superuser: bool,
         ttl: timedelta,
         max_leases: int,
         release_skip: timedelta,
@@ -301,7 +300,6 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         params = {
             "queue_id": queue_id,
             "owner_id": owner_id,
-            "is_superuser": is_superuser,
             "lock_timeout": f"{lock_timeout_ms}ms",
             "statement_timeout": f"{statement_timeout_ms}ms",
             "ttl": ttl,
@@ -332,7 +330,6 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         queue_id: int,
         lease_token: UUID,
         owner_id: int,
-        is_superuser: bool,
         lock_timeout_ms: int,
         statement_timeout_ms: int,
     ) -> tuple[bool, dict[str, Any] | None]:
@@ -347,7 +344,6 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
             "queue_id": queue_id,
             "lease_token": lease_token,
             "owner_id": owner_id,
-            "is_superuser": is_superuser,
             "lock_timeout": f"{lock_timeout_ms}ms",
             "statement_timeout": f"{statement_timeout_ms}ms",
         }
@@ -358,12 +354,10 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         columns, rows = closed
         return allowed, (dict(zip(columns, rows[0], strict=True)) if rows else None)
 
-    def with_queue_and_access(
-        self, *, item_id: int, user_id: int, is_superuser: bool
-    ) -> ReviewItem | None:
+    def with_queue_and_access(self, *, item_id: int, user_id: int) -> ReviewItem | None:
         """The item with its queue attached and may_review set (whether the user may review
         that queue), in one round trip; None if there is no such item."""
-        params = {"item_id": item_id, "owner_id": user_id, "is_superuser": is_superuser}
+        params = {"item_id": item_id, "owner_id": user_id}
         item_rows, queue_rows = run_together(
             [(sql.ITEM_WITH_ACCESS, params), (sql.QUEUE_OF_ITEM, params)]
         )
@@ -375,10 +369,10 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         item.queue = queues[0]
         return item
 
-    def may_review(self, *, queue_id: int, user_id: int, is_superuser: bool) -> bool:
+    def may_review(self, *, queue_id: int, user_id: int) -> bool:
         rows = fetch_dicts(
             sql.MAY_REVIEW_QUEUE,
-            {"queue_id": queue_id, "owner_id": user_id, "is_superuser": is_superuser},
+            {"queue_id": queue_id, "owner_id": user_id},
         )
         return bool(rows[0]["allowed"])
 
@@ -443,7 +437,6 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         item_id: int,
         lease_token: UUID,
         owner_id: int,
-        is_superuser: bool,
         reason_code: str,
         hold_until: datetime,
     ) -> dict[str, Any] | None:
@@ -453,7 +446,6 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
                 "item_id": item_id,
                 "lease_token": lease_token,
                 "owner_id": owner_id,
-                "is_superuser": is_superuser,
                 "reason_code": reason_code,
                 "hold_until": hold_until,
             },
@@ -469,7 +461,7 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         return rows[0] if rows else None
 
     def subject_history(
-        self, *, subject_key: str, exclude_id: int, user_id: int, is_superuser: bool, limit: int
+        self, *, subject_key: str, exclude_id: int, user_id: int, limit: int
     ) -> list[dict[str, Any]]:
         return fetch_dicts(
             sql.SUBJECT_HISTORY,
@@ -477,7 +469,6 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
                 "subject_key": subject_key,
                 "exclude_id": exclude_id,
                 "owner_id": user_id,
-                "is_superuser": is_superuser,
                 "limit": limit,
             },
         )

@@ -24,12 +24,19 @@ SELECT set_config('lock_timeout', %(lock_timeout)s, true),
 # transaction that only notifies writes no WAL of its own, so it commits without a flush.
 WAKE_APPLY_WORKERS = "SELECT pg_notify('queue_app_effect_jobs', '')"
 
-# Whether a user may review a queue: through a group the queue names, or as the service user of
-# an unrevoked API client granted the queue. Two index lookups (the unique (user, group) and
-# (queue, group) keys, and the client grant); a fragment, so the hot paths below carry it in a
-# statement they run anyway instead of paying a round trip for it.
+# Whether a user may review a queue: an active user who is a superuser, or reviews it through a
+# group the queue names, or is the service user of an unrevoked API client granted the queue.
+# Whether the user is active and a superuser is read from auth_user here, not passed in: the
+# user object a request holds says what was true when the request began, and deactivating
+# someone (offboarding) must stop their next write. The auth_user probes are uncorrelated
+# (run once per statement, even where the fragment is a column of many rows), the rest two
+# index lookups (the unique (user, group) and (queue, group) keys, and the client grant); a
+# fragment, so the hot paths below carry it in a statement they run anyway instead of paying a
+# round trip for it.
 _MAY_REVIEW = """(
-    %(is_superuser)s
+    EXISTS (SELECT 1 FROM auth_user AS au WHERE au.id = %(owner_id)s AND au.is_active)
+  AND (
+    EXISTS (SELECT 1 FROM auth_user AS su WHERE su.id = %(owner_id)s AND su.is_superuser)
     OR EXISTS (SELECT 1 FROM queue_app_queue_reviewer_groups AS qg
                  JOIN auth_user_groups AS ug ON ug.group_id = qg.group_id
                 WHERE qg.queue_id = {queue} AND ug.user_id = %(owner_id)s)
@@ -37,6 +44,7 @@ _MAY_REVIEW = """(
                  JOIN queue_app_apiclient AS c ON c.id = cq.apiclient_id
                 WHERE cq.queue_id = {queue} AND c.user_id = %(owner_id)s
                   AND c.revoked_at IS NULL)
+  )
 )"""
 
 MAY_REVIEW_QUEUE = "SELECT " + _MAY_REVIEW.format(queue="%(queue_id)s") + " AS allowed"

@@ -92,7 +92,6 @@ def test_the_cached_plan_of_next_item_walks_the_same_indexes(queue, alice):
         "ttl": "5 minutes",
         "max_leases": 3,
         "release_skip": "15 minutes",
-        "is_superuser": False,
     }
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")

@@ -139,9 +139,7 @@ def _item_for(request: HttpRequest, item_id: int) -> ReviewItem:
     user = request.user
     # login_required let the user in; an account deactivated since sees nothing.
     item = (
-        ReviewItem.objects.with_queue_and_access(
-            item_id=item_id, user_id=user.pk, is_superuser=user.is_superuser
-        )
+        ReviewItem.objects.with_queue_and_access(item_id=item_id, user_id=user.pk)
         if user.is_active
         else None
     )

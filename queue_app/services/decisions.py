@@ -92,7 +92,6 @@ def submit_decision(
                 queue_id=queue_id,
                 lease_token=token,
                 owner_id=reviewer.pk,
-                is_superuser=reviewer.is_superuser,
                 lock_timeout_ms=settings.REVIEW_LOCK_TIMEOUT_MS,
                 statement_timeout_ms=settings.REVIEW_STATEMENT_TIMEOUT_MS,
             )

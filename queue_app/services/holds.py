@@ -92,7 +92,6 @@ def _hold(
                 item_id=item_id,
                 lease_token=token,
                 owner_id=reviewer.pk,
-                is_superuser=reviewer.is_superuser,
                 reason_code=reason_code,
                 hold_until=hold_until,
             )

@@ -97,7 +97,6 @@ def claim_lane_task(*, queue: Queue, kind: str, user: User) -> LaneTask | None:
         "queue_id": queue.pk,
         "kind": kind,
         "owner_id": user.pk,
-        "is_superuser": user.is_superuser,
         "ttl": queue.lease_ttl,
     }
     tasks = build_instances(LaneTask, _bounded_write(sql_lanes.CLAIM_LANE_TASK, params))
@@ -127,7 +126,6 @@ def renew_lane_task(*, task_id: int, user: User, lease_token: uuid.UUID | str) -
         "task_id": task_id,
         "lease_token": parse_token(lease_token),
         "owner_id": user.pk,
-        "is_superuser": user.is_superuser,
     }
     _, rows = _bounded_write(sql_lanes.RENEW_LANE_TASK, params)
     if not rows:
@@ -173,7 +171,6 @@ def _lock(*, task_id: int, kind: str, user: User, token: uuid.UUID) -> dict[str,
         "kind": kind,
         "lease_token": token,
         "owner_id": user.pk,
-        "is_superuser": user.is_superuser,
         **_timeouts(),
     }
     _, (columns, rows) = run_together(

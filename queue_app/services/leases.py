@@ -41,7 +41,6 @@ def claim_next(*, queue: Queue, reviewer: User) -> ReviewItem | None:
         allowed, renewed, claimed = ReviewItem.objects.renew_or_claim_one(
             queue_id=queue.pk,
             owner_id=reviewer.pk,
-            is_superuser=reviewer.is_superuser,
             ttl=queue.lease_ttl,
             max_leases=_max_leases(queue),
             release_skip=queue.release_skip,

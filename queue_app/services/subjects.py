@@ -24,6 +24,5 @@ def subject_history(
         subject_key=subject_key,
         exclude_id=exclude_id,
         user_id=user.pk,
-        is_superuser=user.is_superuser,
         limit=limit,
     )

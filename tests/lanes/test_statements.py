@@ -62,7 +62,6 @@ def test_next_check_walks_the_open_lane_index_in_order(checked_queue, alice, car
         "queue_id": checked_queue.pk,
         "kind": "check",
         "owner_id": carol.pk,
-        "is_superuser": False,
         "ttl": timedelta(minutes=10),
     }
     with connection.cursor() as cursor:
