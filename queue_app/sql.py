@@ -25,15 +25,17 @@ SELECT set_config('lock_timeout', %(lock_timeout)s, true),
 WAKE_APPLY_WORKERS = "SELECT pg_notify('queue_app_effect_jobs', '')"
 
 # Whether a user may review a queue: an active user who is a superuser, or reviews it through a
-# group the queue names, or is the service user of an unrevoked API client granted the queue.
+# group the queue names, or is the service user of an unrevoked API client granted the queue
+# (with the adjudicate scope, for the claims and decisions below; {client_scope}).
 # Whether the user is active and a superuser is read from auth_user here, not passed in: the
 # user object a request holds says what was true when the request began, and deactivating
-# someone (offboarding) must stop their next write. The auth_user probes are uncorrelated
-# (run once per statement, even where the fragment is a column of many rows), the rest two
-# index lookups (the unique (user, group) and (queue, group) keys, and the client grant); a
-# fragment, so the hot paths below carry it in a statement they run anyway instead of paying a
-# round trip for it.
-_MAY_REVIEW = """(
+# someone (offboarding) must stop their next write. The same goes for an API client's scope
+# and revocation, which the API checked against the client it loaded at the request's start.
+# The auth_user probes are uncorrelated (run once per statement, even where the fragment is a
+# column of many rows), the rest two index lookups (the unique (user, group) and (queue,
+# group) keys, and the client grant); a fragment, so the hot paths below carry it in a
+# statement they run anyway instead of paying a round trip for it.
+_QUEUE_ACCESS = """(
     EXISTS (SELECT 1 FROM auth_user AS au WHERE au.id = %(owner_id)s AND au.is_active)
   AND (
     EXISTS (SELECT 1 FROM auth_user AS su WHERE su.id = %(owner_id)s AND su.is_superuser)
@@ -43,9 +45,15 @@ _MAY_REVIEW = """(
     OR EXISTS (SELECT 1 FROM queue_app_apiclient_queues AS cq
                  JOIN queue_app_apiclient AS c ON c.id = cq.apiclient_id
                 WHERE cq.queue_id = {queue} AND c.user_id = %(owner_id)s
-                  AND c.revoked_at IS NULL)
+                  AND c.revoked_at IS NULL{client_scope})
   )
 )"""
+
+# May claim, renew, hold, release and decide items of {queue}: a client needs adjudicate.
+_MAY_REVIEW = _QUEUE_ACCESS.replace("{client_scope}", " AND c.can_adjudicate")
+# May read items of {queue} (a subject's history): any unrevoked client granted the queue,
+# whichever scope it holds (the API lets intake clients read what they sent).
+_MAY_READ = _QUEUE_ACCESS.replace("{client_scope}", "")
 
 MAY_REVIEW_QUEUE = "SELECT " + _MAY_REVIEW.format(queue="%(queue_id)s") + " AS allowed"
 
@@ -233,9 +241,10 @@ WITH expired AS MATERIALIZED (
 SELECT * FROM claimed ORDER BY priority DESC, due_at, created_at
 """
 
-# A batch for an automated worker (the API): up to %(limit)s items, no gate (the service checks
-# access first).
-CLAIM_ITEMS = _CLAIM.format(limit="%(limit)s", gate="true")
+# A batch for an automated worker (the API): up to %(limit)s items, and none unless the worker
+# may review the queue as the statement runs (the API's earlier checks read a client loaded
+# when the request began; a revocation or a scope taken away since must stop this claim).
+CLAIM_ITEMS = _CLAIM.format(limit="%(limit)s", gate=_MAY_REVIEW.format(queue="%(queue_id)s"))
 
 # A reviewer's Next item: one item, and only if the reviewer may review the queue and holds no
 # live lease in it. Sent right after RENEW_OWN_LIVE_LEASE under the reviewer's claim lock, it
@@ -802,8 +811,8 @@ WITH resumed AS (
 SELECT * FROM resumed
 """
 
-# The other items of one subject, newest first, in queues the viewer may review (the one
-# access rule, _MAY_REVIEW, per row), each with its standing decision (the last of its
+# The other items of one subject, newest first, in queues the viewer may read (the access
+# rule, _MAY_READ, per row), each with its standing decision (the last of its
 # supersede chain: the highest decision id of the item) and that decision's reason and author.
 # One statement on item_subject_key; the LIMIT bounds both the rows and the access checks'
 # work to the subject's own items. %(exclude_id)s is the item being shown (0: none).
@@ -827,7 +836,7 @@ SELECT i.id, i.state, i.subject, i.created_at, i.decided_at, i.due_at, i.queue_i
        ) AS s ON true
  WHERE i.subject_key = %(subject_key)s AND i.id <> %(exclude_id)s
    AND """
-    + _MAY_REVIEW.format(queue="i.queue_id")
+    + _MAY_READ.format(queue="i.queue_id")
     + """
  ORDER BY i.created_at DESC
  LIMIT %(limit)s

@@ -74,10 +74,10 @@ def claim_batch(*, queue: Queue, worker: User, n: int, ttl: timedelta) -> list[R
         )
     if not BATCH_TTL_RANGE[0] <= ttl <= BATCH_TTL_RANGE[1]:
         raise InvalidBounds("lease duration must be between 1 second and 1 hour")
-    if not user_can_review(user=worker, queue=queue):
-        raise NotPermitted("You do not have access to this queue.")
     with transaction.atomic():
         guard_timeouts()
+        # The claim itself refuses a worker who may not review the queue (sql.CLAIM_ITEMS, as
+        # the statement runs); only an empty batch needs the question asked, to say why.
         items = ReviewItem.objects.claim(
             queue_id=queue.pk,
             owner_id=worker.pk,
@@ -86,6 +86,8 @@ def claim_batch(*, queue: Queue, worker: User, n: int, ttl: timedelta) -> list[R
             max_leases=_max_leases(queue),
             release_skip=queue.release_skip,
         )
+        if not items and not user_can_review(user=worker, queue=queue):
+            raise NotPermitted("You do not have access to this queue.")
     logger.info(
         "batch claimed", extra=log_extra(queue=queue.slug, reviewer=worker.pk, count=len(items))
     )

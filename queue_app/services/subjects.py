@@ -16,7 +16,8 @@ def subject_history(
     """Return the subject's items in queues the user may review, newest first, at most limit.
 
     Items in any other queue are never returned, not even counted: the access rule is the
-    claim's own (sql._MAY_REVIEW), applied in the one indexed query (sql.SUBJECT_HISTORY).
+    claim's own (sql._MAY_READ: any scope will do for an API client), applied in the one
+    indexed query (sql.SUBJECT_HISTORY).
     """
     if not subject_key or not user.is_authenticated or not user.is_active:
         return []

@@ -1,0 +1,113 @@
+"""An API client's revocation or lost adjudicate scope stops its next claim or decision.
+
+The API checks scope and grant against the client it loaded when the request began. The
+statements that claim, hold and decide read the client again (sql._MAY_REVIEW), so a client
+revoked or stripped of its scope between those checks and the write gets nothing.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from queue_app import sql
+from queue_app.api import adjudication
+from queue_app.errors import NotPermitted
+from queue_app.managers import fetch_dicts
+from queue_app.models import ApiClient, Decision, ReviewItem
+from queue_app.services import claim_batch, submit_decision
+from tests.api.conftest import caller_for, make_client
+from tests.conftest import make_items, shown_hash
+
+pytestmark = pytest.mark.django_db
+
+
+def _take_scope_after_the_checks(monkeypatch, client: ApiClient) -> None:
+    """Take the client's adjudicate scope once the endpoint has checked it (its queue lookup
+    is the last thing it does before it claims)."""
+    granted_queue = adjudication.granted_queue
+
+    def then_take_scope(*args, **kwargs):
+        queue = granted_queue(*args, **kwargs)
+        ApiClient.objects.filter(pk=client.pk).update(can_adjudicate=False)
+        return queue
+
+    monkeypatch.setattr(adjudication, "granted_queue", then_take_scope)
+
+
+def test_a_batch_claim_after_the_scope_was_taken_leases_nothing(monkeypatch, queue):
+    make_items(queue, 3)
+    client, token = make_client("robot", [queue])
+    _take_scope_after_the_checks(monkeypatch, client)
+    reply = caller_for(token).post("/queues/kyc/leases", {"batch_size": 3})
+    assert reply.status == 403, reply.body
+    assert not ReviewItem.objects.filter(state="leased").exists()
+
+
+def test_the_claim_statement_leases_nothing_to_a_revoked_client(queue):
+    make_items(queue, 2)
+    client, _ = make_client("robot", [queue])
+    params = {
+        "queue_id": queue.pk,
+        "owner_id": client.user_id,
+        "limit": 2,
+        "ttl": timedelta(minutes=1),
+        "max_leases": 3,
+        "release_skip": timedelta(0),
+    }
+    ApiClient.objects.filter(pk=client.pk).update(can_adjudicate=False)
+    assert fetch_dicts(sql.CLAIM_ITEMS, params) == []
+    ApiClient.objects.filter(pk=client.pk).update(can_adjudicate=True, revoked_at=timezone.now())
+    assert fetch_dicts(sql.CLAIM_ITEMS, params) == []
+    ApiClient.objects.filter(pk=client.pk).update(revoked_at=None)
+    assert len(fetch_dicts(sql.CLAIM_ITEMS, params)) == 2
+
+
+def test_a_batch_claim_without_access_says_so(queue):
+    make_items(queue, 1)
+    client, _ = make_client("robot", [queue])
+    ApiClient.objects.filter(pk=client.pk).update(can_adjudicate=False)
+    with pytest.raises(NotPermitted, match="do not have access"):
+        claim_batch(queue=queue, worker=client.user, n=1, ttl=timedelta(minutes=1))
+
+
+def test_a_client_that_lost_its_scope_after_leasing_cannot_decide(queue):
+    make_items(queue, 1)
+    client, _ = make_client("robot", [queue])
+    (item,) = claim_batch(queue=queue, worker=client.user, n=1, ttl=timedelta(minutes=1))
+    ApiClient.objects.filter(pk=client.pk).update(can_adjudicate=False)
+
+    def decide():
+        return submit_decision(
+            item_id=item.pk,
+            reviewer=client.user,
+            lease_token=item.lease_token,
+            verdict="approve",
+            reason_code="verified",
+            evidence_hash=shown_hash(item),
+        )
+
+    with pytest.raises(NotPermitted):
+        decide()
+    assert not Decision.objects.exists()
+    ApiClient.objects.filter(pk=client.pk).update(can_adjudicate=True)
+    assert decide().reviewer_id == client.user_id
+
+
+def test_an_intake_only_client_still_reads_its_subjects_items(queue):
+    from queue_app.services import create_item
+
+    create_item(
+        queue=queue,
+        subject="Payment 1",
+        payload={"n": 1},
+        idempotency_key="k1",
+        source_hash="h1",
+        subject_key="cust-9",
+    )
+    _, token = make_client("feeder", [queue], intake=True, adjudicate=False)
+    reply = caller_for(token).get("/items?subject_key=cust-9")
+    assert reply.status == 200, reply.body
+    assert len(reply.body["items"]) == 1
