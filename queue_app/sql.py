@@ -263,12 +263,18 @@ CLAIM_NEXT_ITEM = _CLAIM.format(
 
 # Extend a lease, fenced by its token: a tab whose lease was taken over renews nothing.
 # A lapsed lease that nobody re-claimed is still the holder's (no one else can have it).
-RENEW_LEASE = """
+# Nor does a holder who may no longer review the queue: renewing would keep from everyone else
+# an item they cannot decide. (Releasing needs no access: giving work back is always allowed.)
+RENEW_LEASE = (
+    """
 WITH renewed AS (
     UPDATE queue_app_reviewitem
        SET lease_expires = now() + %(ttl)s
      WHERE id = %(item_id)s AND queue_id = %(queue_id)s AND state = 'leased'
        AND lease_token = %(lease_token)s AND lease_owner_id = %(owner_id)s
+       AND """
+    + _MAY_REVIEW.format(queue="%(queue_id)s")
+    + """
  RETURNING id, lease_expires
 ), events AS (
     INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
@@ -277,6 +283,7 @@ WITH renewed AS (
 )
 SELECT lease_expires FROM renewed
 """
+)
 
 # Give a leased item back to the queue, fenced by its token. Who released it and when are
 # kept on the row: the releaser's next claims pass it over for the queue's release_skip.

@@ -11,8 +11,8 @@ import pytest
 from django.contrib.auth.models import User
 
 from queue_app.errors import NotPermitted
-from queue_app.models import Decision, ReviewItem
-from queue_app.services import claim_next, submit_decision
+from queue_app.models import Decision, ItemEvent, ReviewItem
+from queue_app.services import claim_next, release_lease, renew_lease, submit_decision
 from tests.conftest import make_items, shown_hash
 
 pytestmark = pytest.mark.django_db
@@ -66,3 +66,19 @@ def test_a_deactivated_reviewer_cannot_claim(queue, alice):
     with pytest.raises(NotPermitted):
         claim_next(queue=queue, reviewer=alice)
     assert not ReviewItem.objects.filter(lease_owner_id=alice.pk).exists()
+
+
+def test_a_deactivated_reviewer_cannot_renew_but_may_release(queue, alice):
+    make_items(queue, 1)
+    item = claim_next(queue=queue, reviewer=alice)
+    before = item.lease_expires
+    User.objects.filter(pk=alice.pk).update(is_active=False)
+    with pytest.raises(NotPermitted, match="no longer have access"):
+        renew_lease(item_id=item.pk, reviewer=alice, lease_token=item.lease_token)
+    item.refresh_from_db()
+    assert item.lease_expires == before
+    assert not ItemEvent.objects.filter(item=item, kind="renewed").exists()
+    # Giving the work back needs no access: the item returns to the queue for someone else.
+    release_lease(item_id=item.pk, reviewer=alice, lease_token=item.lease_token)
+    item.refresh_from_db()
+    assert item.state == "pending" and item.lease_owner_id is None

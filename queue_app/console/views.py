@@ -457,6 +457,10 @@ def item_renew(request: HttpRequest, item_id: int) -> HttpResponse:
             lease_token=form.cleaned_data["lease_token"],
             queue_id=item.queue_id,
         )
+    except NotPermitted as exc:  # access revoked since the page was found (sql.RENEW_LEASE)
+        if as_json:
+            return heartbeat_refused(exc.message, 403)
+        raise
     except StaleLease as exc:
         if as_json:
             return heartbeat_refused(exc.message, 409)

@@ -127,6 +127,9 @@ def renew_lease(
             ttl=queue.lease_ttl,
         )
     if expires is None:
+        # The statement renews nothing for a holder who may no longer review the queue.
+        if not user_can_review(user=reviewer, queue=queue.pk):
+            raise NotPermitted("You no longer have access to this queue.")
         raise explain_stale_lease(item_id=item_id, user=reviewer)
     return expires
 
