@@ -376,6 +376,10 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         )
         return bool(rows[0]["allowed"])
 
+    def may_send_evidence(self, *, queue_id: int, user_id: int) -> bool:
+        rows = fetch_dicts(sql.MAY_SEND_EVIDENCE, {"queue_id": queue_id, "owner_id": user_id})
+        return bool(rows[0]["allowed"])
+
     def claim(
         self,
         *,

@@ -57,6 +57,22 @@ _MAY_READ = _QUEUE_ACCESS.replace("{client_scope}", "")
 
 MAY_REVIEW_QUEUE = "SELECT " + _MAY_REVIEW.format(queue="%(queue_id)s") + " AS allowed"
 
+# Whether a user may send evidence (create an item, replace its payload, attach a file) to a
+# queue: anyone who is not an API client's service user (the console and commands check their
+# own rules), or the active service user of an unrevoked client with the intake scope granted
+# the queue. The API checked the same against the client it loaded when the request began;
+# the intake services ask again inside the transaction that writes, after the item's row lock
+# (so in the queue the item is in now), so a client revoked or stripped of intake since then
+# writes nothing.
+MAY_SEND_EVIDENCE = """
+SELECT NOT EXISTS (SELECT 1 FROM queue_app_apiclient AS c WHERE c.user_id = %(owner_id)s)
+    OR (EXISTS (SELECT 1 FROM auth_user AS au WHERE au.id = %(owner_id)s AND au.is_active)
+        AND EXISTS (SELECT 1 FROM queue_app_apiclient_queues AS cq
+                      JOIN queue_app_apiclient AS c ON c.id = cq.apiclient_id
+                     WHERE cq.queue_id = %(queue_id)s AND c.user_id = %(owner_id)s
+                       AND c.revoked_at IS NULL AND c.can_intake)) AS allowed
+"""
+
 # The timeouts above, plus: serialise one reviewer's claims in one queue (two tabs pressing
 # Next at once) so that they hold at most one live lease there, and report whether they may
 # claim in it at all. The lock is transaction-scoped (released at commit) and keyed by

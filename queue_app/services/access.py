@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Q, QuerySet
 
+from queue_app.errors import NotPermitted
 from queue_app.models import Queue, ReviewItem
 from queue_app.services._common import User
 
@@ -39,3 +40,15 @@ def user_can_review(*, user: User, queue: Queue | int) -> bool:
     queue_id = queue if isinstance(queue, int) else queue.pk
     # The same rule as queues_for_user, as two index lookups rather than a DISTINCT join.
     return ReviewItem.objects.may_review(queue_id=queue_id, user_id=user.pk)
+
+
+def require_may_send_evidence(*, user_id: int, queue_id: int) -> None:
+    """Refuse an API client's service user that may no longer send evidence to this queue.
+
+    Called inside the transaction that writes (sql.MAY_SEND_EVIDENCE): the API's own checks
+    read the client as it was when the request began.
+    """
+    if not ReviewItem.objects.may_send_evidence(queue_id=queue_id, user_id=user_id):
+        raise NotPermitted(
+            "This API client may no longer send evidence to this queue. Nothing was written."
+        )

@@ -13,6 +13,7 @@ from queue_app.errors import AlreadyDecided, IdempotencyConflict, ItemNotFound
 from queue_app.evidence import item_evidence_hash
 from queue_app.models import ApiClient, ItemEvent, ItemEventKind, ItemState, Queue, ReviewItem
 from queue_app.services._common import User, database_now, guard_timeouts, log_extra, logger
+from queue_app.services.access import require_may_send_evidence
 from queue_app.services.deadlines import initial_due_at
 from queue_app.services.holds import resume_hold
 
@@ -44,6 +45,8 @@ def create_item(
         queue=queue, received_at=timezone.now(), due_at=due_at, sla_seconds=sla_seconds
     )
     with transaction.atomic():
+        if client is not None:
+            require_may_send_evidence(user_id=client.user_id, queue_id=queue.pk)
         try:
             # A savepoint: a concurrent insert of the same key loses the unique race here and
             # falls through to read the winner's row, inside the caller's transaction.
@@ -115,6 +118,7 @@ def replace_evidence(
         item = ReviewItem.objects.select_for_update().filter(pk=item_id).first()
         if item is None:
             raise ItemNotFound()
+        require_may_send_evidence(user_id=actor.pk, queue_id=item.queue_id)
         if item.state == ItemState.DECIDED:
             raise AlreadyDecided()
         before = item_evidence_hash(item)

@@ -1,7 +1,8 @@
-"""An API client's revocation or lost adjudicate scope stops its next claim or decision.
+"""An API client's revocation or lost scope stops its next claim, decision or intake write.
 
 The API checks scope and grant against the client it loaded when the request began. The
-statements that claim, hold and decide read the client again (sql._MAY_REVIEW), so a client
+statements that claim, hold and decide read the client again (sql._MAY_REVIEW), and so do the
+intake services inside the transaction that writes (sql.MAY_SEND_EVIDENCE), so a client
 revoked or stripped of its scope between those checks and the write gets nothing.
 """
 
@@ -16,7 +17,7 @@ from queue_app import sql
 from queue_app.api import adjudication
 from queue_app.errors import NotPermitted
 from queue_app.managers import fetch_dicts
-from queue_app.models import ApiClient, Decision, ReviewItem
+from queue_app.models import ApiClient, Decision, ItemEvent, ReviewItem
 from queue_app.services import claim_batch, submit_decision
 from tests.api.conftest import caller_for, make_client
 from tests.conftest import make_items, shown_hash
@@ -111,3 +112,68 @@ def test_an_intake_only_client_still_reads_its_subjects_items(queue):
     reply = caller_for(token).get("/items?subject_key=cust-9")
     assert reply.status == 200, reply.body
     assert len(reply.body["items"]) == 1
+
+
+# -- intake: creating an item, replacing its evidence, attaching a file ----------------------
+
+
+def _revoke_after(monkeypatch, module, name: str, client: ApiClient, **change) -> None:
+    """Change the client once the endpoint has called module.name (its last check)."""
+    checked = getattr(module, name)
+
+    def then_change(*args, **kwargs):
+        result = checked(*args, **kwargs)
+        ApiClient.objects.filter(pk=client.pk).update(**change)
+        return result
+
+    monkeypatch.setattr(module, name, then_change)
+
+
+@pytest.mark.parametrize("lost", ["scope", "revoked"])
+def test_an_item_sent_after_the_client_lost_intake_is_not_created(monkeypatch, queue, lost):
+    from queue_app.api import intake
+    from tests.api.conftest import intake_body
+
+    change = {"can_intake": False} if lost == "scope" else {"revoked_at": timezone.now()}
+    client, token = make_client("feeder", [queue])
+    _revoke_after(monkeypatch, intake, "require_queue", client, **change)
+    reply = caller_for(token).post("/items", intake_body())
+    assert reply.status == 403, reply.body
+    assert "Nothing was written" in reply.body["error"]["message"]
+    assert not ReviewItem.objects.exists()
+
+
+def test_evidence_sent_after_the_client_lost_intake_is_not_written(monkeypatch, queue):
+    from queue_app.api import intake
+
+    (item,) = make_items(queue, 1)
+    client, token = make_client("feeder", [queue])
+    _revoke_after(monkeypatch, intake, "visible_item", client, can_intake=False)
+    reply = caller_for(token).put(f"/items/{item.pk}/evidence", {"payload": {"n": 99}})
+    assert reply.status == 403, reply.body
+    item.refresh_from_db()
+    assert item.payload == {"n": 0, "amount": "12.50"}
+    assert not ItemEvent.objects.filter(item=item, kind="evidence_replaced").exists()
+
+
+def test_a_file_sent_after_the_client_lost_intake_is_not_attached(monkeypatch, queue):
+    from queue_app.api import attachments
+    from tests.attachments.conftest import image_bytes, put_file
+
+    (item,) = make_items(queue, 1)
+    client, token = make_client("feeder", [queue])
+    _revoke_after(monkeypatch, attachments, "visible_item", client, revoked_at=timezone.now())
+    reply = put_file(caller_for(token), item.pk, "id.png", image_bytes())
+    assert reply.status == 403, reply.body
+    item.refresh_from_db()
+    assert item.attachments in ({}, None)
+
+
+def test_a_console_user_still_attaches_and_replaces_evidence(queue, alice):
+    from queue_app.services import put_attachment, replace_evidence
+    from tests.attachments.conftest import image_bytes
+
+    (item,) = make_items(queue, 1)
+    assert replace_evidence(item_id=item.pk, actor=alice, payload={"n": 5}).payload == {"n": 5}
+    updated = put_attachment(item_id=item.pk, actor=alice, name="id.png", data=image_bytes())
+    assert "id.png" in updated.attachments
