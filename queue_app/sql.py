@@ -26,7 +26,7 @@ WAKE_APPLY_WORKERS = "SELECT pg_notify('queue_app_effect_jobs', '')"
 
 # Whether a user may review a queue: an active user who is a superuser, or reviews it through a
 # group the queue names, or is the service user of an unrevoked API client granted the queue
-# (with the adjudicate scope, for the claims and decisions below; {client_scope}).
+# with the scope the work needs.
 # Whether the user is active and a superuser is read from auth_user here, not passed in: the
 # user object a request holds says what was true when the request began, and deactivating
 # someone (offboarding) must stop their next write. The same goes for an API client's scope
@@ -35,25 +35,37 @@ WAKE_APPLY_WORKERS = "SELECT pg_notify('queue_app_effect_jobs', '')"
 # column of many rows), the rest two index lookups (the unique (user, group) and (queue,
 # group) keys, and the client grant); a fragment, so the hot paths below carry it in a
 # statement they run anyway instead of paying a round trip for it.
-_QUEUE_ACCESS = """(
-    EXISTS (SELECT 1 FROM auth_user AS au WHERE au.id = %(owner_id)s AND au.is_active)
+_IS_ACTIVE = "EXISTS (SELECT 1 FROM auth_user AS au WHERE au.id = %(owner_id)s AND au.is_active)"
+
+
+def _client_grant(scope: str) -> str:
+    """An unrevoked API client whose service user is %(owner_id)s, granted {queue}, with scope."""
+    return (
+        "EXISTS (SELECT 1 FROM queue_app_apiclient_queues AS cq\n"
+        "                 JOIN queue_app_apiclient AS c ON c.id = cq.apiclient_id\n"
+        "                WHERE cq.queue_id = {queue} AND c.user_id = %(owner_id)s\n"
+        f"                  AND c.revoked_at IS NULL AND {scope})"
+    )
+
+
+def _queue_access(client_scope: str) -> str:
+    return f"""(
+    {_IS_ACTIVE}
   AND (
     EXISTS (SELECT 1 FROM auth_user AS su WHERE su.id = %(owner_id)s AND su.is_superuser)
     OR EXISTS (SELECT 1 FROM queue_app_queue_reviewer_groups AS qg
                  JOIN auth_user_groups AS ug ON ug.group_id = qg.group_id
-                WHERE qg.queue_id = {queue} AND ug.user_id = %(owner_id)s)
-    OR EXISTS (SELECT 1 FROM queue_app_apiclient_queues AS cq
-                 JOIN queue_app_apiclient AS c ON c.id = cq.apiclient_id
-                WHERE cq.queue_id = {queue} AND c.user_id = %(owner_id)s
-                  AND c.revoked_at IS NULL{client_scope})
+                WHERE qg.queue_id = {{queue}} AND ug.user_id = %(owner_id)s)
+    OR {_client_grant(client_scope)}
   )
 )"""
 
-# May claim, renew, hold, release and decide items of {queue}: a client needs adjudicate.
-_MAY_REVIEW = _QUEUE_ACCESS.replace("{client_scope}", " AND c.can_adjudicate")
+
+# May claim, renew, hold and decide items of {queue}: a client needs the adjudicate scope.
+_MAY_REVIEW = _queue_access("c.can_adjudicate")
 # May read items of {queue} (a subject's history): any unrevoked client granted the queue,
 # whichever scope it holds (the API lets intake clients read what they sent).
-_MAY_READ = _QUEUE_ACCESS.replace("{client_scope}", "")
+_MAY_READ = _queue_access("true")
 
 MAY_REVIEW_QUEUE = "SELECT " + _MAY_REVIEW.format(queue="%(queue_id)s") + " AS allowed"
 
@@ -64,14 +76,11 @@ MAY_REVIEW_QUEUE = "SELECT " + _MAY_REVIEW.format(queue="%(queue_id)s") + " AS a
 # the intake services ask again inside the transaction that writes, after the item's row lock
 # (so in the queue the item is in now), so a client revoked or stripped of intake since then
 # writes nothing.
-MAY_SEND_EVIDENCE = """
-SELECT NOT EXISTS (SELECT 1 FROM queue_app_apiclient AS c WHERE c.user_id = %(owner_id)s)
-    OR (EXISTS (SELECT 1 FROM auth_user AS au WHERE au.id = %(owner_id)s AND au.is_active)
-        AND EXISTS (SELECT 1 FROM queue_app_apiclient_queues AS cq
-                      JOIN queue_app_apiclient AS c ON c.id = cq.apiclient_id
-                     WHERE cq.queue_id = %(queue_id)s AND c.user_id = %(owner_id)s
-                       AND c.revoked_at IS NULL AND c.can_intake)) AS allowed
-"""
+MAY_SEND_EVIDENCE = (
+    "SELECT NOT EXISTS (SELECT 1 FROM queue_app_apiclient AS c WHERE c.user_id = %(owner_id)s)\n"
+    f"    OR ({_IS_ACTIVE}\n"
+    "        AND " + _client_grant("c.can_intake").format(queue="%(queue_id)s") + ") AS allowed"
+)
 
 # The timeouts above, plus: serialise one reviewer's claims in one queue (two tabs pressing
 # Next at once) so that they hold at most one live lease there, and report whether they may

@@ -22,7 +22,7 @@ from django.test import Client
 
 from queue_app.evidence import item_evidence_hash
 from queue_app.models import Queue, ReasonCode, ReviewItem, Verdict
-from queue_app.services import create_item
+from queue_app.services import create_item, submit_decision
 
 # Launches the Chromium `make test` chose (REVIEW_BROWSER); errors loudly when there is none.
 from tests.browser import browser_type_launch_args  # noqa: F401
@@ -156,6 +156,19 @@ def make_legacy(decision_ids: list[int]) -> None:
 def shown_hash(item: ReviewItem) -> str:
     """The evidence hash the item page would put in the form (attachments included)."""
     return item_evidence_hash(item)
+
+
+def approve_as_shown(item: ReviewItem, reviewer: User) -> Any:
+    """Approve (reason verified) an item its reviewer holds, as its page showed it: the lease
+    token and evidence hash of the item as claimed."""
+    return submit_decision(
+        item_id=item.pk,
+        reviewer=reviewer,
+        lease_token=item.lease_token,
+        verdict="approve",
+        reason_code="verified",
+        evidence_hash=shown_hash(item),
+    )
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ from queue_app.models import (
 )
 from queue_app.services import claim_batch, claim_next, overturn_decision, submit_decision
 from tests.conftest import (
+    approve_as_shown,
     make_items,
     make_legacy,
     make_queue,
@@ -300,14 +301,7 @@ def test_the_database_counts_an_api_clients_decision_as_its_creators(queue, supe
     ApiClient.objects.filter(pk=robot.pk).update(created_by=supervisor)
     make_items(queue, 1)
     (item,) = claim_batch(queue=queue, worker=robot.user, n=1, ttl=timedelta(minutes=1))
-    robots = submit_decision(
-        item_id=item.pk,
-        reviewer=robot.user,
-        lease_token=item.lease_token,
-        verdict="approve",
-        reason_code="verified",
-        evidence_hash=shown_hash(item),
-    )
+    robots = approve_as_shown(item, robot.user)
     reason = queue.reason_codes.get(code="reviewer_error")
     overturn = {
         "reason_id": reason.pk,

@@ -12,38 +12,27 @@ from django.contrib.auth.models import User
 
 from queue_app.errors import NotPermitted
 from queue_app.models import Decision, ItemEvent, ReviewItem
-from queue_app.services import claim_next, release_lease, renew_lease, submit_decision
-from tests.conftest import make_items, shown_hash
+from queue_app.services import claim_next, release_lease, renew_lease
+from tests.conftest import approve_as_shown, make_items
 
 pytestmark = pytest.mark.django_db
 
 
-def _decide(item, reviewer):
-    return submit_decision(
-        item_id=item.pk,
-        reviewer=reviewer,
-        lease_token=item.lease_token,
-        verdict="approve",
-        reason_code="verified",
-        evidence_hash=shown_hash(item),
-    )
-
-
-def test_a_reviewer_deactivated_after_the_claim_cannot_decide(queue, alice):
+def test_a_reviewer_deactivated_after_the_claim_cannotapprove_as_shown(queue, alice):
     make_items(queue, 1)
     item = claim_next(queue=queue, reviewer=alice)
     User.objects.filter(pk=alice.pk).update(is_active=False)  # alice's object still says active
     with pytest.raises(NotPermitted, match="no longer have access"):
-        _decide(item, alice)
+        approve_as_shown(item, alice)
     assert not Decision.objects.exists()
     item.refresh_from_db()
     assert item.state == "leased" and item.lease_owner_id == alice.pk
     # Reactivated, the same lease decides.
     User.objects.filter(pk=alice.pk).update(is_active=True)
-    assert _decide(item, alice).reviewer_id == alice.pk
+    assert approve_as_shown(item, alice).reviewer_id == alice.pk
 
 
-def test_a_superuser_demoted_during_the_request_cannot_claim_or_decide(queue):
+def test_a_superuser_demoted_during_the_request_cannot_claim_orapprove_as_shown(queue):
     # No group gives root the queue: only being a superuser does.
     root = User.objects.create_superuser("root", password="pw-root")
     make_items(queue, 2)
@@ -52,7 +41,7 @@ def test_a_superuser_demoted_during_the_request_cannot_claim_or_decide(queue):
     User.objects.filter(pk=root.pk).update(is_superuser=False)  # root's object still says so
     assert root.is_superuser
     with pytest.raises(NotPermitted):
-        _decide(item, root)
+        approve_as_shown(item, root)
     with pytest.raises(NotPermitted):
         claim_next(queue=queue, reviewer=root)
     assert not Decision.objects.exists()

@@ -18,7 +18,7 @@ from queue_app.services import (
     submit_decision,
 )
 from queue_app.services.decisions import NO_OVERTURN_PERMISSION
-from tests.conftest import make_items, shown_hash, with_overturn_permission
+from tests.conftest import approve_as_shown, make_items, shown_hash, with_overturn_permission
 
 pytestmark = pytest.mark.django_db
 
@@ -127,14 +127,7 @@ def test_a_decision_by_an_api_client_counts_as_its_creators(queue, supervisor):
     ApiClient.objects.filter(pk=robot.pk).update(created_by=supervisor)
     make_items(queue, 1)
     (item,) = claim_batch(queue=queue, worker=robot.user, n=1, ttl=timedelta(minutes=1))
-    decided = submit_decision(
-        item_id=item.pk,
-        reviewer=robot.user,
-        lease_token=item.lease_token,
-        verdict="approve",
-        reason_code="verified",
-        evidence_hash=shown_hash(item),
-    )
+    decided = approve_as_shown(item, robot.user)
     with pytest.raises(NotPermitted, match="API client “robot”, which you created"):
         _overturn(decided, supervisor)
     assert not Decision.objects.filter(verdict="overturn").exists()

@@ -18,9 +18,9 @@ from queue_app.api import adjudication
 from queue_app.errors import NotPermitted
 from queue_app.managers import fetch_dicts
 from queue_app.models import ApiClient, Decision, ItemEvent, ReviewItem
-from queue_app.services import claim_batch, submit_decision
+from queue_app.services import claim_batch
 from tests.api.conftest import caller_for, make_client
-from tests.conftest import make_items, shown_hash
+from tests.conftest import approve_as_shown, make_items
 
 pytestmark = pytest.mark.django_db
 
@@ -80,21 +80,11 @@ def test_a_client_that_lost_its_scope_after_leasing_cannot_decide(queue):
     (item,) = claim_batch(queue=queue, worker=client.user, n=1, ttl=timedelta(minutes=1))
     ApiClient.objects.filter(pk=client.pk).update(can_adjudicate=False)
 
-    def decide():
-        return submit_decision(
-            item_id=item.pk,
-            reviewer=client.user,
-            lease_token=item.lease_token,
-            verdict="approve",
-            reason_code="verified",
-            evidence_hash=shown_hash(item),
-        )
-
     with pytest.raises(NotPermitted):
-        decide()
+        approve_as_shown(item, client.user)
     assert not Decision.objects.exists()
     ApiClient.objects.filter(pk=client.pk).update(can_adjudicate=True)
-    assert decide().reviewer_id == client.user_id
+    assert approve_as_shown(item, client.user).reviewer_id == client.user_id
 
 
 def test_an_intake_only_client_still_reads_its_subjects_items(queue):
