@@ -22,13 +22,13 @@ from queue_app.chain import (
     verify_chain,
 )
 from queue_app.models import ChainBatch, ChainEntry, Decision, UnsealedDecision
-from queue_app.services import claim_next, submit_decision
+from queue_app.services import claim_next
 from tests.conftest import (
+    approve_as_shown,
     make_items,
     make_legacy,
     make_queue,
     run_in_threads,
-    shown_hash,
     triggers_off,
 )
 
@@ -42,14 +42,7 @@ LEAVES = [bytes([i]) * 32 for i in range(20)]
 def decide_one(queue, reviewer, prefix: str) -> Decision:
     make_items(queue, 1, prefix=prefix)
     item = claim_next(queue=queue, reviewer=reviewer)
-    return submit_decision(
-        item_id=item.pk,
-        reviewer=reviewer,
-        lease_token=item.lease_token,
-        verdict="approve",
-        reason_code="verified",
-        evidence_hash=shown_hash(item),
-    )
+    return approve_as_shown(item, reviewer)
 
 
 # -- Merkle trees -------------------------------------------------------------------------------
@@ -164,14 +157,7 @@ def test_concurrent_decisions_in_two_queues_are_each_sealed_once_and_verify(queu
         target = queue if i % 2 else other
         made = 0
         while (item := claim_next(queue=target, reviewer=reviewers[i])) is not None:
-            submit_decision(
-                item_id=item.pk,
-                reviewer=reviewers[i],
-                lease_token=item.lease_token,
-                verdict="approve",
-                reason_code="verified",
-                evidence_hash=shown_hash(item),
-            )
+            approve_as_shown(item, reviewers[i])
             made += 1
             if made % 5 == 0:
                 seal_pending()  # sealers racing the deciders and each other

@@ -19,9 +19,9 @@ from django.db import connection, transaction
 from queue_app import checkpoint, sql
 from queue_app.chain import SEAL_LOCK_KEY, batch_hash, merkle_root, seal_all
 from queue_app.models import ChainBatch, Decision
-from queue_app.services import claim_next, submit_decision
+from queue_app.services import claim_next
 from tests.blocking import Session, wait_until_blocked_by_me
-from tests.conftest import make_items, make_legacy, shown_hash, triggers_off
+from tests.conftest import approve_as_shown, make_items, make_legacy, triggers_off
 
 pytestmark = pytest.mark.django_db
 
@@ -41,16 +41,7 @@ def decide(queue, reviewer, n: int, prefix: str) -> list[Decision]:
     decisions = []
     for _ in range(n):
         item = claim_next(queue=queue, reviewer=reviewer)
-        decisions.append(
-            submit_decision(
-                item_id=item.pk,
-                reviewer=reviewer,
-                lease_token=item.lease_token,
-                verdict="approve",
-                reason_code="verified",
-                evidence_hash=shown_hash(item),
-            )
-        )
+        decisions.append(approve_as_shown(item, reviewer))
     return decisions
 
 

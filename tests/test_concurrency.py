@@ -14,9 +14,9 @@ from django.db import transaction
 from queue_app.chain import seal_all, seal_pending
 from queue_app.errors import StaleLease
 from queue_app.models import ChainEntry, ChainVerification, Decision, ReviewItem, UnsealedDecision
-from queue_app.services import claim_batch, claim_next, submit_decision
+from queue_app.services import claim_batch, claim_next
 from tests.blocking import Session
-from tests.conftest import make_items, run_in_threads, shown_hash
+from tests.conftest import approve_as_shown, make_items, run_in_threads
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -69,14 +69,7 @@ def test_32_claimers_decide_2000_items_exactly_once(queue, reviewers_group):
         while (item := claim_next(queue=queue, reviewer=me)) is not None:
             fenced.append((item.pk, str(item.lease_token), me.pk))
             try:
-                submit_decision(
-                    item_id=item.pk,
-                    reviewer=me,
-                    lease_token=item.lease_token,
-                    verdict="approve",
-                    reason_code="verified",
-                    evidence_hash=shown_hash(item),
-                )
+                approve_as_shown(item, me)
             except StaleLease:
                 stale.append(item.pk)  # a lease lost under us: must never happen here
         return fenced
@@ -94,17 +87,6 @@ def test_32_claimers_decide_2000_items_exactly_once(queue, reviewers_group):
     assert len({r for *_, r in decisions}) > 1  # the work really was shared
 
 
-def _decide(item: ReviewItem, reviewer: User) -> Decision:
-    return submit_decision(
-        item_id=item.pk,
-        reviewer=reviewer,
-        lease_token=item.lease_token,
-        verdict="approve",
-        reason_code="verified",
-        evidence_hash=shown_hash(item),
-    )
-
-
 def test_verify_decisions_holds_after_decisions_inserted_at_once(queue, reviewers_group, capsys):
     make_items(queue, 48)
     deciders = [User.objects.create_user(f"d{i}") for i in range(6)]
@@ -118,7 +100,7 @@ def test_verify_decisions_holds_after_decisions_inserted_at_once(queue, reviewer
     def decide_then_drain(me: User, item: ReviewItem) -> int:
         decided = 0
         while item is not None:
-            _decide(item, me)
+            approve_as_shown(item, me)
             decided += 1
             if decided % 3 == 0:
                 seal_pending()  # sealers racing the deciders and each other
@@ -132,7 +114,7 @@ def test_verify_decisions_holds_after_decisions_inserted_at_once(queue, reviewer
     with transaction.atomic():
         # One decision inserted and not committed: nobody waits for it (no chain lock), so
         # every decider finishes its share while this transaction is still open.
-        _decide(held, opener)
+        approve_as_shown(held, opener)
         for session in sessions:
             session.start()
         assert sum(session.outcome() for session in sessions) == 47

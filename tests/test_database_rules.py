@@ -41,14 +41,7 @@ pytestmark = pytest.mark.django_db
 def decision(queue, alice):
     make_items(queue, 1)
     item = claim_next(queue=queue, reviewer=alice)
-    return submit_decision(
-        item_id=item.pk,
-        reviewer=alice,
-        lease_token=item.lease_token,
-        verdict="approve",
-        reason_code="verified",
-        evidence_hash=shown_hash(item),
-    )
+    return approve_as_shown(item, alice)
 
 
 def _refused(sql: str, params=()) -> None:
@@ -137,14 +130,7 @@ def test_recomputing_the_altered_rows_hash_breaks_the_next_link(queue, alice, de
     # Decisions from before sealing (migration 0010) carry a per-decision chain.
     make_items(queue, 1, prefix="next")
     item = claim_next(queue=queue, reviewer=alice)
-    later = submit_decision(
-        item_id=item.pk,
-        reviewer=alice,
-        lease_token=item.lease_token,
-        verdict="approve",
-        reason_code="verified",
-        evidence_hash=shown_hash(item),
-    )
+    later = approve_as_shown(item, alice)
     make_legacy([decision.pk, later.pk])
     with triggers_off("queue_app_decision") as cursor:
         cursor.execute("UPDATE queue_app_decision SET note = 'forged' WHERE id = %s", [decision.pk])
@@ -408,14 +394,7 @@ def test_verify_decisions_passes_on_rows_from_before_and_after_the_username_snap
     old = insert_pre_0007_decision(fourth, alice)
     for reviewer in (bob, alice):
         item = claim_next(queue=queue, reviewer=reviewer)
-        submit_decision(
-            item_id=item.pk,
-            reviewer=reviewer,
-            lease_token=item.lease_token,
-            verdict="approve",
-            reason_code="verified",
-            evidence_hash=shown_hash(item),
-        )
+        approve_as_shown(item, reviewer)
     newer = insert_pre_0007_decision(third, bob)  # an old dump's row after new ones: no matter
     stored = dict(Decision.objects.values_list("pk", "reviewer_username"))
     assert stored[old] is None and stored[newer] is None
@@ -451,14 +430,7 @@ def test_a_label_edit_racing_the_codes_first_decision_waits_for_it_and_is_refuse
     def run(i: int) -> str:
         if i == 0:
             with transaction.atomic():  # outermost: the decision stays uncommitted in here
-                submit_decision(
-                    item_id=item.pk,
-                    reviewer=alice,
-                    lease_token=item.lease_token,
-                    verdict="approve",
-                    reason_code="verified",
-                    evidence_hash=shown_hash(item),
-                )
+                approve_as_shown(item, alice)
                 decided.set()
                 _wait_until_blocked_or_done(editor_pid, edit_over)
             return "committed"

@@ -36,9 +36,8 @@ from queue_app.services import (
     claim_lane_task,
     claim_next,
     put_attachment,
-    submit_decision,
 )
-from tests.conftest import make_items, make_queue, shown_hash
+from tests.conftest import approve_as_shown, make_items, make_queue, shown_hash
 
 PERSONAS = ("anonymous", "stranger", "reviewer", "viewer", "admin", "api_scoped", "api_unscoped")
 
@@ -109,15 +108,7 @@ def root(db) -> User:
 
 def _decided_by(queue: Queue, reviewer: User) -> Decision:
     item = claim_next(queue=queue, reviewer=reviewer)
-    return submit_decision(
-        item_id=item.pk,
-        reviewer=reviewer,
-        lease_token=item.lease_token,
-        verdict="approve",
-        reason_code="verified",
-        evidence_hash=shown_hash(item),
-        note="",
-    )
+    return approve_as_shown(item, reviewer)
 
 
 def _access_rows() -> dict[str, int]:
