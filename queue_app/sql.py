@@ -82,6 +82,44 @@ MAY_SEND_EVIDENCE = (
     "        AND " + _client_grant("c.can_intake").format(queue="%(queue_id)s") + ") AS allowed"
 )
 
+# Whether %(user_id)s holds the permission %(app_label)s.%(codename)s, decided as Django's
+# ModelBackend decides it (an active user who is a superuser or holds it directly or through a
+# group), and held: the rows that grant it are locked FOR SHARE until the transaction ends.
+# For the rare writes of administrators (an admin save, a second-factor reset, a dead job's
+# retry), whose has_perm answers are cached for the whole request. Read here, a revocation
+# committed since the request began is seen; locked here, one committed later waits for this
+# write to commit, so no revocation lands between the check and the write. Django's own
+# revoking writes (the user form's save, user_permissions.remove, a group's deletion) update
+# or delete exactly these rows: the user's row (is_active, is_superuser), the direct grant,
+# and the membership and group grant. Only one granting path is locked (LIMIT 1): while it
+# stands the permission is held, whatever happens to the others.
+# Each CTE is MATERIALIZED so that its locking clause applies to its own rows, read once.
+HOLD_PERMISSION = """
+WITH actor AS MATERIALIZED (
+    SELECT u.id, u.is_superuser FROM auth_user AS u
+     WHERE u.id = %(user_id)s AND u.is_active
+       FOR SHARE
+), wanted AS MATERIALIZED (
+    SELECT p.id FROM auth_permission AS p
+      JOIN django_content_type AS ct ON ct.id = p.content_type_id
+     WHERE ct.app_label = %(app_label)s AND p.codename = %(codename)s
+), direct AS MATERIALIZED (
+    SELECT up.id FROM auth_user_user_permissions AS up
+     WHERE up.user_id IN (SELECT id FROM actor) AND up.permission_id IN (SELECT id FROM wanted)
+     LIMIT 1
+       FOR SHARE
+), via_group AS MATERIALIZED (
+    SELECT gp.id FROM auth_user_groups AS ug
+      JOIN auth_group_permissions AS gp ON gp.group_id = ug.group_id
+     WHERE ug.user_id IN (SELECT id FROM actor) AND gp.permission_id IN (SELECT id FROM wanted)
+     LIMIT 1
+       FOR SHARE OF ug, gp
+)
+SELECT coalesce((SELECT a.is_superuser FROM actor AS a), false)
+    OR EXISTS (SELECT 1 FROM direct)
+    OR EXISTS (SELECT 1 FROM via_group) AS held
+"""
+
 # The timeouts above, plus: serialise one reviewer's claims in one queue (two tabs pressing
 # Next at once) so that they hold at most one live lease there, and report whether they may
 # claim in it at all. The lock is transaction-scoped (released at commit) and keyed by

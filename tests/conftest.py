@@ -209,16 +209,30 @@ def outsider(db) -> User:
     return _user("mallory")
 
 
+def with_permission(user: User, codename: str) -> User:
+    """Give user a queue_app permission; returns a fresh object (Django caches permissions on
+    the old)."""
+    user.user_permissions.add(
+        Permission.objects.get(content_type__app_label="queue_app", codename=codename)
+    )
+    return User.objects.get(pk=user.pk)
+
+
 def with_overturn_permission(user: User) -> User:
     """Give user can_overturn; returns a fresh object (Django caches permissions on the old)."""
-    user.user_permissions.add(Permission.objects.get(codename="can_overturn"))
-    return User.objects.get(pk=user.pk)
+    return with_permission(user, "can_overturn")
 
 
 @pytest.fixture
 def supervisor(reviewers_group) -> User:
     """Staff with the can_overturn permission (not a superuser)."""
     return with_overturn_permission(_user("sam", reviewers_group, is_staff=True))
+
+
+@pytest.fixture
+def retrier(db) -> User:
+    """Staff who may put dead effect jobs back in line (change_effectjob, as Retry needs)."""
+    return with_permission(_user("rita", is_staff=True), "change_effectjob")
 
 
 def run_in_threads(n: int, target: Callable[[int], Any]) -> list[Any]:

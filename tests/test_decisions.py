@@ -151,14 +151,14 @@ def test_escalate_needs_an_escalation_queue(reviewers_group, alice):
         _decide(item, alice, verdict="escalate", reason_code="policy_gap")
 
 
-def test_an_operator_retry_revives_only_a_dead_job(queue, alice, supervisor):
+def test_an_operator_retry_revives_only_a_dead_job(queue, alice, retrier):
     from queue_app.services import retry_effect_job
 
     make_items(queue, 1)
     decision = _decide(claim_next(queue=queue, reviewer=alice), alice)
-    assert retry_effect_job(decision_id=decision.pk, operator=supervisor) is False
+    assert retry_effect_job(decision_id=decision.pk, operator=retrier) is False
     EffectJob.objects.filter(pk=decision.pk).update(dead=True, attempts=8, last_error="boom")
-    assert retry_effect_job(decision_id=decision.pk, operator=supervisor) is True
+    assert retry_effect_job(decision_id=decision.pk, operator=retrier) is True
     job = EffectJob.objects.get(pk=decision.pk)
     assert (job.dead, job.attempts) == (False, 0)
 

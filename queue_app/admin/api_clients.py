@@ -19,6 +19,7 @@ from django.template import engines
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
+from queue_app.admin.base import HeldPermissionAdmin
 from queue_app.api.auth import (
     new_service_user,
     new_token,
@@ -61,7 +62,7 @@ class ApiClientForm(forms.ModelForm):
 
 
 @admin.register(ApiClient)
-class ApiClientAdmin(admin.ModelAdmin):
+class ApiClientAdmin(HeldPermissionAdmin):
     form = ApiClientForm
     list_display = (
         "name",
@@ -135,7 +136,12 @@ class ApiClientAdmin(admin.ModelAdmin):
         # secret, relies on.
         return TemplateResponse(request, template, context)
 
-    @admin.action(description="Revoke selected API clients (their tokens stop working)")
+    @admin.action(
+        description="Revoke selected API clients (their tokens stop working)",
+        permissions=["change"],
+    )
+    @transaction.atomic
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiClient]) -> None:
+        self.hold(request, "change")
         count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
         self.message_user(request, f"Revoked {count} API client(s).", messages.SUCCESS)

@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
+from queue_app.admin.base import HeldPermissionAdmin
 from queue_app.admin.filters import (
     RetiredFilter,
 )
@@ -55,7 +57,7 @@ class CheckPolicyInline(admin.TabularInline):
 
 
 @admin.register(Queue)
-class QueueAdmin(admin.ModelAdmin):
+class QueueAdmin(HeldPermissionAdmin):
     form = QueueForm
     list_display = (
         "slug",
@@ -84,7 +86,7 @@ class QueueAdmin(admin.ModelAdmin):
 
 
 @admin.register(ReasonCode)
-class ReasonCodeAdmin(admin.ModelAdmin):
+class ReasonCodeAdmin(HeldPermissionAdmin):
     form = ReasonCodeForm
     list_display = ("code", "label", "verdict", "queue", "is_default", "is_active", "retired_at")
     list_select_related = ("queue",)
@@ -115,11 +117,15 @@ class ReasonCodeAdmin(admin.ModelAdmin):
     @admin.action(
         description="Retire selected codes (hide from new decisions)", permissions=["change"]
     )
+    @transaction.atomic
     def retire(self, request: HttpRequest, queryset: QuerySet[ReasonCode]) -> None:
+        self.hold(request, "change")
         count = queryset.filter(retired_at__isnull=True).update(retired_at=timezone.now())
         self.message_user(request, f"Retired {count} reason code(s).", messages.SUCCESS)
 
     @admin.action(description="Bring selected codes back into use", permissions=["change"])
+    @transaction.atomic
     def unretire(self, request: HttpRequest, queryset: QuerySet[ReasonCode]) -> None:
+        self.hold(request, "change")
         count = queryset.filter(retired_at__isnull=False).update(retired_at=None)
         self.message_user(request, f"Restored {count} reason code(s).", messages.SUCCESS)

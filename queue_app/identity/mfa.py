@@ -145,8 +145,20 @@ def new_recovery_codes(*, user: User) -> list[str]:
 
 
 def reset_second_factor(*, user: User, by: User) -> int:
-    """Remove every device of a user who lost theirs (an admin's act, in the access history)."""
+    """Remove every device of a user who lost theirs (an admin's act, in the access history).
+
+    Refused (PermissionDenied, nothing removed) unless `by` holds auth.change_user as the
+    database reads it in this transaction, not only in the view's cached has_perm.
+    """
+    from queue_app.services.access import hold_permission
+
     with transaction.atomic(), pghistory.context(mfa_reset_of=user.pk, mfa_reset_by=by.pk):
+        hold_permission(
+            user=by,
+            perm="auth.change_user",
+            refusal="Resetting a second factor needs permission to change users. "
+            "Nothing was removed.",
+        )
         removed = 0
         for device in devices_for_user(user, confirmed=None):
             device.delete()

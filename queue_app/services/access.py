@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import PermissionDenied
+from django.db import connection
 from django.db.models import Q, QuerySet
 
+from queue_app import sql
 from queue_app.errors import NotPermitted
+from queue_app.managers import fetch_dicts
 from queue_app.models import Queue, ReviewItem
 from queue_app.services._common import User
 
@@ -52,3 +56,22 @@ def require_may_send_evidence(*, user_id: int, queue_id: int) -> None:
         raise NotPermitted(
             "This API client may no longer send evidence to this queue. Nothing was written."
         )
+
+
+def hold_permission(*, user: User, perm: str, refusal: str) -> None:
+    """Refuse with `refusal` unless the user holds `perm` ("app_label.codename") as the
+    database reads it now, and keep it held until the caller's transaction ends.
+
+    For an administrator's write, after the view's has_perm (cached for the request) and
+    before the write itself, inside the transaction that writes: sql.HOLD_PERMISSION locks the
+    rows granting the permission, so a revocation either committed first and is seen here, or
+    waits until this write has committed.
+    """
+    if not connection.in_atomic_block:
+        raise RuntimeError("hold_permission outside a transaction would hold nothing")
+    app_label, codename = perm.split(".", 1)
+    [row] = fetch_dicts(
+        sql.HOLD_PERMISSION, {"user_id": user.pk, "app_label": app_label, "codename": codename}
+    )
+    if not row["held"]:
+        raise PermissionDenied(refusal)

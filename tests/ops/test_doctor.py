@@ -217,7 +217,7 @@ def test_it_names_an_item_whose_effects_wait_behind_a_dead_job(queue, alice, sup
 
 @pytest.mark.django_db
 def test_it_passes_blocked_effects_once_the_dead_job_is_retried_and_applied(
-    queue, alice, supervisor
+    queue, alice, supervisor, retrier
 ):
     [item] = make_items(queue, 1)
     original = decide_after(item, alice, seconds=30, verdict="reject", reason="fraud")
@@ -230,7 +230,7 @@ def test_it_passes_blocked_effects_once_the_dead_job_is_retried_and_applied(
     )
     assert not results()["BLOCKED_EFFECTS"].ok
 
-    retry_effect_job(decision_id=original.pk, operator=supervisor)
+    retry_effect_job(decision_id=original.pk, operator=retrier)
     # Due now (this test is one transaction, whose now() is its start).
     EffectJob.objects.update(next_attempt_at=timezone.now() - timedelta(hours=1))
     while apply_one():

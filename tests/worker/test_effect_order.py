@@ -107,7 +107,7 @@ def test_an_overturn_of_an_applied_decision_runs_after_it(ledger_queue, alice, s
 
 
 def test_a_dead_job_blocks_the_later_effects_of_its_item_until_an_operator_retries(
-    ledger_queue, alice, supervisor
+    ledger_queue, alice, supervisor, retrier
 ):
     ledger_queue.effect = "tests.worker.ledger.flaky"
     ledger_queue.save()
@@ -125,7 +125,7 @@ def test_a_dead_job_blocks_the_later_effects_of_its_item_until_an_operator_retri
     assert job.done_at is None and job.attempts == 0 and not job.dead
 
     ledger.FAILED_ONCE.add(corrected.pk)
-    assert retry_effect_job(decision_id=original.pk, operator=supervisor)
+    assert retry_effect_job(decision_id=original.pk, operator=retrier)
     make_due(original)  # the retry is due at statement time; this test is one transaction
     drain()
 

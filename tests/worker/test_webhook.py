@@ -86,7 +86,7 @@ def _make_due_now() -> None:
 
 
 def test_it_retries_with_growing_delays_then_dies_and_an_operator_retry_succeeds(
-    webhook_queue, receiver, alice, supervisor
+    webhook_queue, receiver, alice, retrier
 ):
     [decision] = decide(webhook_queue, alice, 1)
     receiver.replies = [500, "hang", 503, 502]
@@ -106,7 +106,7 @@ def test_it_retries_with_growing_delays_then_dies_and_an_operator_retry_succeeds
     assert 5 - 1 <= delays[0] <= 10 + 1  # first wait within [base/2, base], clock slack
     assert not AppliedDecision.objects.filter(decision=decision).exists()
 
-    assert retry_effect_job(decision_id=decision.pk, operator=supervisor) is True
+    assert retry_effect_job(decision_id=decision.pk, operator=retrier) is True
     # The retry stamps statement time; this whole test is one transaction whose now() is
     # earlier, so step the clock as a later worker transaction would see it.
     _make_due_now()
