@@ -152,13 +152,13 @@ def test_escalate_needs_an_escalation_queue(reviewers_group, alice):
 
 
 def test_an_operator_retry_revives_only_a_dead_job(queue, alice, retrier):
-    from queue_app.services import retry_effect_job
+    from queue_app.services import retry_effect_jobs
 
     make_items(queue, 1)
     decision = _decide(claim_next(queue=queue, reviewer=alice), alice)
-    assert retry_effect_job(decision_id=decision.pk, operator=retrier) is False
+    assert retry_effect_jobs(decision_ids=[decision.pk], operator=retrier) == 0
     EffectJob.objects.filter(pk=decision.pk).update(dead=True, attempts=8, last_error="boom")
-    assert retry_effect_job(decision_id=decision.pk, operator=retrier) is True
+    assert retry_effect_jobs(decision_ids=[decision.pk], operator=retrier) == 1
     job = EffectJob.objects.get(pk=decision.pk)
     assert (job.dead, job.attempts) == (False, 0)
 

@@ -140,8 +140,6 @@ class ApiClientAdmin(HeldPermissionAdmin):
         description="Revoke selected API clients (their tokens stop working)",
         permissions=["change"],
     )
-    @transaction.atomic
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiClient]) -> None:
-        self.hold(request, "change")
         count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
         self.message_user(request, f"Revoked {count} API client(s).", messages.SUCCESS)

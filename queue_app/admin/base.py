@@ -3,6 +3,8 @@ and the base of the admins that write."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import admin
@@ -44,7 +46,8 @@ class HeldPermissionAdmin(admin.ModelAdmin):
     permission, group or superuser flag removed meanwhile refuses the write (403, nothing
     changed) instead of slipping past. The admin runs save_form, save_model and save_related
     in one transaction, so the parent's permission is held for its inlines' writes too (their
-    own add/change/delete permissions are read as the request cached them).
+    own add/change/delete permissions are read as the request cached them). An action is held
+    by the permissions it declares, so a writing action must declare one.
     """
 
     def hold(self, request: HttpRequest, action: str) -> None:
@@ -65,11 +68,31 @@ class HeldPermissionAdmin(admin.ModelAdmin):
         return super().save_form(request, form, change)
 
     def delete_model(self, request: HttpRequest, obj: Model) -> None:
-        with transaction.atomic():
-            self.hold(request, "delete")
-            super().delete_model(request, obj)
+        # The delete page's POST, inside the transaction Django opens for it.
+        self.hold(request, "delete")
+        super().delete_model(request, obj)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        # The site-wide delete_selected action, which Django lists without get_action below
+        # and runs outside any transaction.
         with transaction.atomic():
             self.hold(request, "delete")
             super().delete_queryset(request, queryset)
+
+    def get_action(self, action: Any) -> tuple[Callable[..., Any], str, str] | None:
+        # Every action of this admin's own runs in one transaction that first holds the
+        # permissions it declares (@admin.action(permissions=[...])).
+        found = super().get_action(action)
+        if found is None:
+            return None
+        func, name, description = found
+        needs = getattr(func, "allowed_permissions", ())
+
+        @functools.wraps(func)
+        def held(modeladmin: Any, request: HttpRequest, queryset: QuerySet[Any]) -> Any:
+            with transaction.atomic():
+                for permission in needs:
+                    self.hold(request, permission)
+                return func(modeladmin, request, queryset)
+
+        return held, name, description

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
-from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
@@ -117,15 +116,11 @@ class ReasonCodeAdmin(HeldPermissionAdmin):
     @admin.action(
         description="Retire selected codes (hide from new decisions)", permissions=["change"]
     )
-    @transaction.atomic
     def retire(self, request: HttpRequest, queryset: QuerySet[ReasonCode]) -> None:
-        self.hold(request, "change")
         count = queryset.filter(retired_at__isnull=True).update(retired_at=timezone.now())
         self.message_user(request, f"Retired {count} reason code(s).", messages.SUCCESS)
 
     @admin.action(description="Bring selected codes back into use", permissions=["change"])
-    @transaction.atomic
     def unretire(self, request: HttpRequest, queryset: QuerySet[ReasonCode]) -> None:
-        self.hold(request, "change")
         count = queryset.filter(retired_at__isnull=False).update(retired_at=None)
         self.message_user(request, f"Restored {count} reason code(s).", messages.SUCCESS)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
@@ -55,12 +54,9 @@ class EffectJobAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Retry selected dead jobs", permissions=["retry"])
     def retry(self, request: HttpRequest, queryset: QuerySet[EffectJob]) -> None:
-        # One transaction: a refusal part-way (the permission revoked meanwhile) retries none.
-        with transaction.atomic():
-            revived = sum(
-                services.retry_effect_job(decision_id=job_id, operator=request.user)
-                for job_id in queryset.values_list("decision_id", flat=True)
-            )
+        revived = services.retry_effect_jobs(
+            decision_ids=queryset.values_list("decision_id", flat=True), operator=request.user
+        )
         skipped = queryset.count() - revived
         note = f" {skipped} were not dead and were left alone." if skipped else ""
         self.message_user(request, f"Put {revived} dead job(s) back in line.{note}")

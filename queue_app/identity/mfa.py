@@ -25,6 +25,7 @@ from django_otp.plugins.otp_static.models import StaticDevice, StaticToken
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from queue_app.identity import oidc
+from queue_app.services.access import hold_permission
 
 #: Pages of the admin and operators: staff must have proved a second factor to see them.
 STAFF_PREFIXES = ("/admin/", "/ops/")
@@ -150,8 +151,6 @@ def reset_second_factor(*, user: User, by: User) -> int:
     Refused (PermissionDenied, nothing removed) unless `by` holds auth.change_user as the
     database reads it in this transaction, not only in the view's cached has_perm.
     """
-    from queue_app.services.access import hold_permission
-
     with transaction.atomic(), pghistory.context(mfa_reset_of=user.pk, mfa_reset_by=by.pk):
         hold_permission(
             user=by,

@@ -31,7 +31,7 @@ from queue_app.ops.figures import (
 )
 from queue_app.ops.lanes import agreement_rows, read_lane_figures, reviewer_rows
 from queue_app.ops.metrics import exposition
-from queue_app.services import retry_effect_job
+from queue_app.services import retry_effect_jobs
 from reviewconsole.routers import replica_reads
 
 logger = logging.getLogger("queue_app.ops")
@@ -156,7 +156,7 @@ def retry_dead_job(request: HttpRequest, decision_id: int) -> HttpResponse:
     # to re-send a webhook.
     if not request.user.has_perm("queue_app.change_effectjob"):
         raise PermissionDenied("Retrying an effect job needs the change effect job permission.")
-    if retry_effect_job(decision_id=decision_id, operator=request.user):
+    if retry_effect_jobs(decision_ids=[decision_id], operator=request.user):
         messages.success(request, f"Decision {decision_id}'s effect will be retried.")
     else:
         messages.warning(

@@ -52,7 +52,7 @@ from queue_app.services.leases import (
     release_lease,
     renew_lease,
 )
-from queue_app.services.outbox import retry_effect_job
+from queue_app.services.outbox import retry_effect_jobs
 from queue_app.services.subjects import SUBJECT_HISTORY_LIMIT, subject_history
 
 __all__ = [
@@ -99,7 +99,7 @@ __all__ = [
     "renew_lease",
     "replace_evidence",
     "resume_hold",
-    "retry_effect_job",
+    "retry_effect_jobs",
     "return_check",
     "standing_decision",
     "standing_outcome",

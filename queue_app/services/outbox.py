@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.db import transaction
 from django.db.models.functions import Now
 
@@ -11,12 +13,13 @@ from queue_app.services._common import User, log_extra, logger
 from queue_app.services.access import hold_permission
 
 
-def retry_effect_job(*, decision_id: int, operator: User) -> bool:
-    """Put a dead effect job back in line for the apply worker; return whether one was dead.
+def retry_effect_jobs(*, decision_ids: Iterable[int], operator: User) -> int:
+    """Put dead effect jobs back in line for the apply worker; return how many were dead.
 
-    Refused (PermissionDenied, nothing changed) unless the operator holds change_effectjob
-    as the database reads it in this transaction, not only in the admin's cached has_perm.
+    One transaction, refused whole (PermissionDenied, nothing changed) unless the operator
+    holds change_effectjob as the database reads it there, not only in the cached has_perm.
     """
+    revived = 0
     with transaction.atomic():
         hold_permission(
             user=operator,
@@ -24,14 +27,16 @@ def retry_effect_job(*, decision_id: int, operator: User) -> bool:
             refusal="Retrying an effect job needs permission to change effect jobs. "
             "Nothing was retried.",
         )
-        revived = EffectJob.objects.filter(
-            decision_id=decision_id, dead=True, done_at__isnull=True
-        ).update(dead=False, attempts=0, next_attempt_at=Now())
+        for decision_id in decision_ids:
+            if EffectJob.objects.filter(
+                decision_id=decision_id, dead=True, done_at__isnull=True
+            ).update(dead=False, attempts=0, next_attempt_at=Now()):
+                revived += 1
+                logger.info(
+                    "effect job retried by operator",
+                    extra=log_extra(decision_id=decision_id, reviewer=operator.pk),
+                )
         if revived:
             # Wake idle workers now rather than at their next poll.
             wake_apply_workers_after_commit()
-            logger.info(
-                "effect job retried by operator",
-                extra=log_extra(decision_id=decision_id, reviewer=operator.pk),
-            )
-    return bool(revived)
+    return revived

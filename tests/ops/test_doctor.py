@@ -17,7 +17,7 @@ from django.utils import timezone
 from queue_app.apply import apply_one
 from queue_app.models import EffectJob, ReviewItem
 from queue_app.ops.doctor import Thresholds, run_checks
-from queue_app.services import claim_batch, claim_next, overturn_decision, retry_effect_job
+from queue_app.services import claim_batch, claim_next, overturn_decision, retry_effect_jobs
 from tests.conftest import make_items, make_queue
 from tests.ops.conftest import (
     age_item,
@@ -230,7 +230,7 @@ def test_it_passes_blocked_effects_once_the_dead_job_is_retried_and_applied(
     )
     assert not results()["BLOCKED_EFFECTS"].ok
 
-    retry_effect_job(decision_id=original.pk, operator=retrier)
+    retry_effect_jobs(decision_ids=[original.pk], operator=retrier)
     # Due now (this test is one transaction, whose now() is its start).
     EffectJob.objects.update(next_attempt_at=timezone.now() - timedelta(hours=1))
     while apply_one():

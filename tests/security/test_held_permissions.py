@@ -27,7 +27,7 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from queue_app.identity.mfa import reset_second_factor
 from queue_app.models import ApiClient, EffectJob, Queue, ReasonCode
-from queue_app.services import claim_next, retry_effect_job
+from queue_app.services import claim_next, retry_effect_jobs
 from queue_app.services.access import hold_permission
 from tests.admin.conftest import client_for
 from tests.blocking import Session, wait_until_blocked_by_me
@@ -143,7 +143,7 @@ def test_a_retry_by_an_operator_revoked_meanwhile_revives_nothing(queue, alice, 
     assert retrier.has_perm("queue_app.change_effectjob")
     retrier.user_permissions.clear()
     with pytest.raises(PermissionDenied, match="Nothing was retried"):
-        retry_effect_job(decision_id=decision.pk, operator=retrier)
+        retry_effect_jobs(decision_ids=[decision.pk], operator=retrier)
     assert EffectJob.objects.get(pk=decision.pk).dead
 
 
@@ -257,6 +257,20 @@ def test_an_action_run_by_an_admin_revoked_mid_request_changes_nothing(
     )
     assert response.status_code == 403
     assert getattr(model.objects.get(pk=row.pk), column) is None
+
+
+@pytest.mark.django_db
+def test_groups_deleted_from_the_list_by_an_admin_revoked_mid_request_stay(
+    admins_member, revoked_mid_request
+):
+    auditors = Group.objects.create(name="auditors")
+    revoked_mid_request(Group, "delete", _leave_groups)
+    response = client_for(admins_member).post(
+        "/admin/auth/group/",
+        {"action": "delete_selected", "_selected_action": [auditors.pk], "post": "yes"},
+    )
+    assert response.status_code == 403
+    assert Group.objects.filter(pk=auditors.pk).exists()
 
 
 @pytest.mark.django_db

@@ -11,7 +11,7 @@ from django.db.models import F
 
 from queue_app.apply import apply_one
 from queue_app.models import AppliedDecision, EffectJob, Verdict
-from queue_app.services import overturn_decision, retry_effect_job
+from queue_app.services import overturn_decision, retry_effect_jobs
 from tests.worker import ledger
 from tests.worker.conftest import decide
 
@@ -125,7 +125,7 @@ def test_a_dead_job_blocks_the_later_effects_of_its_item_until_an_operator_retri
     assert job.done_at is None and job.attempts == 0 and not job.dead
 
     ledger.FAILED_ONCE.add(corrected.pk)
-    assert retry_effect_job(decision_id=original.pk, operator=retrier)
+    assert retry_effect_jobs(decision_ids=[original.pk], operator=retrier)
     make_due(original)  # the retry is due at statement time; this test is one transaction
     drain()
 

@@ -18,7 +18,7 @@ from django.db.models import F
 from queue_app import effects
 from queue_app.apply import RetryPolicy, apply_one
 from queue_app.models import AppliedDecision, EffectJob
-from queue_app.services import database_now, retry_effect_job
+from queue_app.services import database_now, retry_effect_jobs
 from tests.worker.conftest import decide
 
 pytestmark = pytest.mark.django_db
@@ -106,7 +106,7 @@ def test_it_retries_with_growing_delays_then_dies_and_an_operator_retry_succeeds
     assert 5 - 1 <= delays[0] <= 10 + 1  # first wait within [base/2, base], clock slack
     assert not AppliedDecision.objects.filter(decision=decision).exists()
 
-    assert retry_effect_job(decision_id=decision.pk, operator=retrier) is True
+    assert retry_effect_jobs(decision_ids=[decision.pk], operator=retrier) == 1
     # The retry stamps statement time; this whole test is one transaction whose now() is
     # earlier, so step the clock as a later worker transaction would see it.
     _make_due_now()
