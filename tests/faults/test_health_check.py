@@ -1,0 +1,117 @@
+"""The per-request health check: a round trip only for a connection that sat quiet; a connection
+the server ended is replaced before the request uses it, whichever way it is judged."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from django.db import DEFAULT_DB_ALIAS, connection, connections
+
+from reviewconsole.postgresql.base import DatabaseWrapper
+from tests.worker.conftest import wait_until
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def web_connection() -> Iterator[DatabaseWrapper]:
+    """A connection of its own, as a web worker holds one across requests."""
+    db = connections.create_connection(DEFAULT_DB_ALIAS)
+    db.ensure_connection()
+    assert isinstance(db, DatabaseWrapper) and db.health_check_enabled
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+def _serve_request(db: DatabaseWrapper) -> int:
+    """What one request does to the connection: Django's checks around one query."""
+    db.close_if_unusable_or_obsolete()  # request_started
+    with db.cursor() as cursor:  # the first query runs the health check
+        cursor.execute("SELECT pg_backend_pid()")
+        (pid,) = cursor.fetchone()
+    db.close_if_unusable_or_obsolete()  # request_finished
+    return pid
+
+
+def _count_round_trip_checks(db: DatabaseWrapper, monkeypatch) -> list[bool]:
+    asked: list[bool] = []
+    original = db.is_usable
+
+    def is_usable() -> bool:
+        asked.append(True)
+        return original()
+
+    monkeypatch.setattr(db, "is_usable", is_usable)
+    return asked
+
+
+def _terminate(pid: int) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+    wait_until(lambda: not _backend_alive(pid), timeout=10)
+
+
+def _backend_alive(pid: int) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", [pid])
+        return cursor.fetchone() is not None
+
+
+def test_a_connection_used_a_moment_ago_gets_no_round_trip(web_connection, monkeypatch, settings):
+    settings.DB_HEALTH_CHECK_AFTER_SECONDS = 60
+    first = _serve_request(web_connection)
+    asked = _count_round_trip_checks(web_connection, monkeypatch)
+
+    assert _serve_request(web_connection) == first
+    assert asked == []
+
+
+def test_a_connection_quiet_for_longer_is_asked_with_a_round_trip(
+    web_connection, monkeypatch, settings
+):
+    settings.DB_HEALTH_CHECK_AFTER_SECONDS = 60
+    first = _serve_request(web_connection)
+    web_connection.last_used = time.monotonic() - 61
+    asked = _count_round_trip_checks(web_connection, monkeypatch)
+
+    assert _serve_request(web_connection) == first
+    assert asked == [True]
+
+
+def test_zero_asks_before_every_request_as_django_does(web_connection, monkeypatch, settings):
+    settings.DB_HEALTH_CHECK_AFTER_SECONDS = 0
+    _serve_request(web_connection)
+    asked = _count_round_trip_checks(web_connection, monkeypatch)
+
+    _serve_request(web_connection)
+    _serve_request(web_connection)
+    assert asked == [True, True]
+
+
+@pytest.mark.parametrize("quiet", [60, 0], ids=["judged-by-its-socket", "asked-the-server"])
+def test_a_connection_the_server_ended_is_replaced_before_the_request_uses_it(
+    web_connection, settings, quiet
+):
+    # A restart, a failover or pg_terminate_backend between two requests: the next request
+    # runs on a new connection instead of failing on the dead one.
+    settings.DB_HEALTH_CHECK_AFTER_SECONDS = quiet
+    old = _serve_request(web_connection)
+    _terminate(old)
+    # The server's goodbye has reached the socket (microseconds after the backend ends; a
+    # request in between would get the 503 of a connection lost mid-request).
+    wait_until(web_connection.server_spoke, timeout=10)
+
+    new = _serve_request(web_connection)
+    assert new != old
+    assert _backend_alive(new)
+
+
+def test_the_socket_of_a_live_idle_connection_has_nothing_to_say(web_connection):
+    _serve_request(web_connection)
+    assert web_connection.server_spoke() is False
+    _terminate(web_connection.connection.info.backend_pid)
+    assert wait_until(web_connection.server_spoke, timeout=10) is True
