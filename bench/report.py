@@ -274,12 +274,20 @@ def main() -> None:
             "## B8 HTTP reviewer cycle vs a minimal Django app (`bench/web_minimal.py`)",
             "",
             f"{minimal['users']} reviewers, {minimal['gunicorn_workers']} gunicorn workers, "
-            f"{minimal['seconds']:.0f} s per run, closed loop; the two apps alternate "
+            f"{minimal['seconds']:.0f} s per run, closed loop; the apps alternate "
             f"{len(minimal['runs'])} times.",
             "",
             "| app | cycles/s |",
             "|---|---:|",
             f"| Review Console | {minimal['ours']} |",
+            *(
+                [
+                    "| framework floor (our settings, middleware, sessions and sign-in; views "
+                    f"that do nothing: `bench/floor_app/`) | {minimal['floor']} |"
+                ]
+                if "floor" in minimal
+                else []
+            ),
             f"| minimal app (raw SQL, no auth, templates, audit or middleware) | "
             f"{minimal['minimal']} |",
             "",
@@ -288,6 +296,12 @@ def main() -> None:
             + f"). Target ≥ 0.5: {verdict(minimal['ratio'] >= 0.5)}.",
             "",
         ]
+        if "floor" in minimal:
+            lines += [
+                f"The framework floor reaches {minimal['floor_ratio']} of the minimal app; ours "
+                f"reaches {minimal['ours_of_floor']} of the floor (medians of the paired runs).",
+                "",
+            ]
         if cpu := minimal.get("cpu_ms_per_cycle"):
             roles = [
                 ("web", "gunicorn (master and workers)"),
@@ -295,23 +309,26 @@ def main() -> None:
                 ("load", "load generator"),
                 ("other", "anything else"),
             ]
-            ours_total = sum(cpu["ours"].values())
-            minimal_total = sum(cpu["minimal"].values())
+            sides = [s for s in ("ours", "floor", "minimal") if s in cpu]
+            names = {"ours": "Review Console", "floor": "framework floor", "minimal": "minimal app"}
+            total = {side: sum(cpu[side].values()) for side in sides}
+
+            def row(label: str, values: dict[str, float]) -> str:
+                ratio = values["ours"] / values["minimal"] if values["minimal"] else None
+                return (
+                    f"| {label} | "
+                    + " | ".join(f"{values[side]:.2f}" for side in sides)
+                    + (f" | {ratio:.1f}x |" if ratio else " | |")
+                )
+
             lines += [
                 "The machine's CPU per cycle, by where it went (user + system, ms, medians of "
                 "the runs; `bench.common.cpu_seconds_by_role`):",
                 "",
-                "| | Review Console | minimal app | ratio |",
-                "|---|---:|---:|---:|",
-                *[
-                    f"| {label} | {cpu['ours'][role]:.2f} | {cpu['minimal'][role]:.2f} | "
-                    f"{cpu['ours'][role] / cpu['minimal'][role]:.1f}x |"
-                    if cpu["minimal"][role]
-                    else f"| {label} | {cpu['ours'][role]:.2f} | {cpu['minimal'][role]:.2f} | |"
-                    for role, label in roles
-                ],
-                f"| all | {ours_total:.2f} | {minimal_total:.2f} | "
-                f"{ours_total / minimal_total:.1f}x |",
+                "| | " + " | ".join(names[side] for side in sides) + " | ours / minimal |",
+                "|---|" + "---:|" * (len(sides) + 1),
+                *[row(label, {side: cpu[side][role] for side in sides}) for role, label in roles],
+                row("all", total),
                 "",
             ]
         lines += [

@@ -9,6 +9,13 @@ checks. The two alternate three times, medians compared (target: ours >= 0.5x). 
 reads the machine's CPU per cycle by where it went (gunicorn, PostgreSQL, the load generator:
 bench.common.cpu_seconds_by_role), which is what sets the rates on two shared cores.
 
+A third side, the framework floor (bench/floor_app/), runs in the same rounds: Review Console's
+own settings and middleware (sessions in the database, the user, CSRF, second factor, access
+history, django-axes, CSP) around views that do nothing, serving the same URLs. What it reaches
+of the minimal app is the most any view of ours could, behind the stack every signed-in page
+needs; what ours reaches of it is what our views (the evidence page, the decision and the next
+claim, their templates and audit) cost on top.
+
 Then one more run of ours with every gunicorn worker's requests under cProfile
 (bench/profile_gunicorn.py) says where a cycle's time in a worker goes (wall time, so waiting
 for the database counts where it happens), grouped by where the code lives.
@@ -46,6 +53,7 @@ from bench.common import (
 from bench.web import PASSWORD, Reviewer, run_phase
 
 DB = "rc_bench_web_minimal"
+SIDES = ("ours", "floor", "minimal")
 
 # Where time in a worker goes, by the file and name of each function (first match wins; C
 # functions have no file, only a name such as "<built-in method select.select>").
@@ -85,11 +93,21 @@ def setup(users: int, stock: int) -> None:
     )
 
 
+OURS = "reviewconsole.wsgi"
+MINIMAL = "bench.minimal_app.wsgi"
+# Our WSGI application under the floor's settings (bench/floor_app/settings.py).
+FLOOR = "reviewconsole.wsgi bench.floor_app.settings"
+
+
 def serve(url: str, workers: int, app: str, log: Path, extra: tuple[str, ...] = ()) -> tuple:
+    """Start gunicorn on app ("module" or "module settings-module"); return (process, port)."""
     env = {**os.environ, "DATABASE_URL": url, "LOG_LEVEL": "WARNING", "DEBUG": "false"}
     env.update(SECURE_SSL_REDIRECT="false", SECURE_COOKIES="false")
-    if app.startswith("bench."):
-        env["DJANGO_SETTINGS_MODULE"] = "bench.minimal_app.settings"
+    app, _, settings_module = app.partition(" ")
+    if app == MINIMAL:
+        settings_module = "bench.minimal_app.settings"
+    if settings_module:
+        env["DJANGO_SETTINGS_MODULE"] = settings_module
     return start_web(env, workers, log, app=app, extra_args=extra)
 
 
@@ -115,9 +133,7 @@ def measure(
 def profile(url: str, workers: int, users: int, seconds: float, log: Path) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="b8-profile-"))
     os.environ["B8_PROFILE_DIR"] = str(folder)
-    proc, port = serve(
-        url, workers, "reviewconsole.wsgi", log, ("-c", str(ROOT / "bench/profile_gunicorn.py"))
-    )
+    proc, port = serve(url, workers, OURS, log, ("-c", str(ROOT / "bench/profile_gunicorn.py")))
     try:
         reviewers = [Reviewer(port, f"web-{i}") for i in range(users)]
         for r in reviewers:
@@ -184,17 +200,19 @@ def main() -> None:
     try:
         runs = []
         for _ in range(reps):
-            ours, ours_cpu = measure(url, workers, "reviewconsole.wsgi", users, seconds, log)
-            minimal, minimal_cpu = measure(
-                url, workers, "bench.minimal_app.wsgi", users, seconds, log
-            )
-            runs.append(
-                {"ours": ours, "minimal": minimal, "ours_cpu": ours_cpu, "minimal_cpu": minimal_cpu}
-            )
-            print(f"   ours {ours}/s {ours_cpu}, minimal {minimal}/s {minimal_cpu}", flush=True)
-        results["ours"] = statistics.median(r["ours"] for r in runs)
-        results["minimal"] = statistics.median(r["minimal"] for r in runs)
+            run = {}
+            for side, app in (("ours", OURS), ("floor", FLOOR), ("minimal", MINIMAL)):
+                run[side], run[f"{side}_cpu"] = measure(url, workers, app, users, seconds, log)
+                print(f"   {side} {run[side]}/s {run[f'{side}_cpu']}", flush=True)
+            runs.append(run)
+        for side in SIDES:
+            results[side] = statistics.median(r[side] for r in runs)
         results["ratio"] = round(statistics.median(r["ours"] / r["minimal"] for r in runs), 2)
+        # The floor's reach, and ours within it (medians of each round's paired ratios).
+        results["floor_ratio"] = round(
+            statistics.median(r["floor"] / r["minimal"] for r in runs), 2
+        )
+        results["ours_of_floor"] = round(statistics.median(r["ours"] / r["floor"] for r in runs), 2)
         # The machine's CPU per cycle, by where it went (ms, medians over the runs): on two
         # shared cores this, not any one request's latency, is what sets both apps' rates.
         results["cpu_ms_per_cycle"] = {
@@ -202,12 +220,13 @@ def main() -> None:
                 role: round(statistics.median(r[f"{side}_cpu"][role] for r in runs), 2)
                 for role in runs[0][f"{side}_cpu"]
             }
-            for side in ("ours", "minimal")
+            for side in SIDES
         }
         results["runs"] = runs
         print(
-            f"B8: ours {results['ours']}/s, minimal {results['minimal']}/s, "
-            f"ratio {results['ratio']}",
+            f"B8: ours {results['ours']}/s, floor {results['floor']}/s, minimal "
+            f"{results['minimal']}/s, ratio {results['ratio']} (floor "
+            f"{results['floor_ratio']}, ours of the floor {results['ours_of_floor']})",
             flush=True,
         )
         results["profile"] = profile(url, workers, users, seconds, log)

@@ -32,7 +32,8 @@ from bench.common import (
     machine,
     write_results,
 )
-from bench.web_minimal import measure, prepare, sizes
+from bench.web_minimal import MINIMAL as MINIMAL_APP
+from bench.web_minimal import OURS, measure, prepare, sizes
 
 DB = "rc_bench_web_versions"
 MINIMAL = "minimal app"
@@ -90,7 +91,7 @@ def main() -> None:
             for name in runs:
                 tree = ROOT if name == MINIMAL else trees[name]
                 serve_from(tree)
-                app = "bench.minimal_app.wsgi" if name == MINIMAL else "reviewconsole.wsgi"
+                app = MINIMAL_APP if name == MINIMAL else OURS
                 rate, cpu = measure(url, workers, app, users, seconds, log)
                 runs[name].append((rate, cpu))
                 print(f"   {name}: {rate}/s {cpu}", flush=True)

@@ -41,6 +41,8 @@ EXPECTED = {
     "web_minimal.py": lambda r: (
         r["ours"] > 0
         and r["minimal"] > 0
+        # The floor's pages are behind the sign-in: cycles there mean its reviewers signed in.
+        and r["floor"] > 0
         and r["profile"]["cycles"] > 0
         # Both apps' CPU per cycle was read, in the web server and in PostgreSQL.
         and all(
@@ -48,6 +50,7 @@ EXPECTED = {
             for side in ("ours", "minimal")
             for role in ("web", "postgres")
         )
+        and r["cpu_ms_per_cycle"]["floor"]["web"] > 0
     ),
     "web_versions.py": lambda r: (
         r["versions"]["HEAD"]["per_second"] > 0
