@@ -136,6 +136,7 @@ def floor_worker(args: tuple[int, int, float, str], ready) -> tuple[int, float]:
     import psycopg
 
     from queue_app import sql
+    from queue_app.managers import send_at_sync
 
     user_id, queue_id, seconds, reason_code = args
     conn = psycopg.connect(os.environ["DATABASE_URL"], prepare_threshold=0)
@@ -162,9 +163,11 @@ def floor_worker(args: tuple[int, int, float, str], ready) -> tuple[int, float]:
 
     def together(steps: list[tuple[str, dict]], *, commit: bool = False) -> list:
         cursors = [conn.cursor() for _ in steps]
-        with conn.pipeline():
-            for cursor, (statement, params) in zip(cursors, steps, strict=True):
-                cursor.execute(statement, params)
+        # Written to the socket at the sync, all at once, as run_together does.
+        with conn.pipeline() as pipeline:
+            with send_at_sync(pipeline):
+                for cursor, (statement, params) in zip(cursors, steps, strict=True):
+                    cursor.execute(statement, params)
             if commit:
                 conn.commit()
         return cursors

@@ -106,3 +106,25 @@ def test_an_invalid_reason_fails_the_committing_round_trip_and_leaves_the_lease(
         [decision.pk],
     ) == [(reason.pk, "decided")]
     assert EffectJob.objects.filter(decision=decision).count() == 1
+
+
+def test_a_round_trip_writes_its_statements_together_at_the_sync(queue, alice, monkeypatch):
+    # psycopg writes a pipeline's statements one by one as they are executed; run_together has
+    # it queue them and write them all at the sync (managers.send_at_sync). Seen from psycopg's
+    # send loop: the commands waiting when it is called.
+    from psycopg import _pipeline_base
+
+    waiting: list[int] = []
+    communicate = _pipeline_base.pipeline_communicate
+
+    def counting(pgconn, commands):
+        waiting.append(len(commands))
+        return (yield from communicate(pgconn, commands))
+
+    monkeypatch.setattr(_pipeline_base, "pipeline_communicate", counting)
+    make_items(queue, 2)
+    item = claim_next(queue=queue, reviewer=alice)
+    # BEGIN, the guard, the renew, the claim, COMMIT and the Sync, in one write.
+    assert item is not None
+    assert max(waiting) >= 6
+    assert len(waiting) == 1
