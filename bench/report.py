@@ -26,6 +26,7 @@ def main() -> None:
         "cycle",
         "decisions",
         "profile_cycle",
+        "claim_variants",
         "web",
         "web_minimal",
         "apply",
@@ -228,6 +229,20 @@ def main() -> None:
                 if "floor_client_cpu_ms_per_cycle" in profile
                 else "."
             ),
+            "",
+        ]
+    if variants := load("claim_variants"):
+        cpu, ratio = variants["server_cpu_ms"], variants["ratio_to_current"]
+        lines += [
+            "## What the claim's access gate costs the server (`bench/claim_variants.py`)",
+            "",
+            f"{variants['rounds']} alternating rounds of {variants['claims_per_round']} claims, "
+            f"each committed and its item closed, {variants['pending']:,} pending; server "
+            "backend CPU per claim + close.",
+            "",
+            "| CLAIM_NEXT_ITEM | server CPU ms | to current |",
+            "|---|---:|---:|",
+            *[f"| {name} | {cpu[name]:.3f} | {ratio[name]} |" for name in cpu],
             "",
         ]
     if web := load("web"):

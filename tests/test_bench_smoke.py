@@ -16,6 +16,11 @@ ROOT = Path(__file__).resolve().parent.parent
 # and the peak memory of the processes it ran.
 EXPECTED = {
     "claims.py": lambda r: r["b1"]["levels"] and r["b2"]["levels"] and r["peak_rss_mb"] > 0,
+    # Every variant was claimed and timed (a smoke run's few claims may read 0 ticks of CPU).
+    "claim_variants.py": lambda r: (
+        set(r["server_cpu_ms"]) == {"current", "gate per set", "no access probes"}
+        and all(ms >= 0 for ms in r["server_cpu_ms"].values())
+    ),
     "cycle.py": lambda r: (
         all(
             level["services"]["per_second"] > 0
