@@ -34,6 +34,7 @@ from bench.common import (
     drop_database,
     load_pending,
     machine,
+    process_cpu_seconds,
     scratch_database,
     write_results,
 )
@@ -68,11 +69,6 @@ def variants() -> dict[str, str]:
     }
 
 
-def backend_cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
@@ -105,12 +101,12 @@ def main() -> None:
             pid = conn.info.backend_pid
             for _ in range(rounds):
                 for name, statement in statements.items():
-                    before = backend_cpu_seconds(pid)
+                    before = process_cpu_seconds(pid)
                     for _ in range(claims):
                         with conn.transaction():
                             (row,) = conn.execute(statement, params).fetchall()
                         conn.execute(CLOSE, {"id": row[0]})
-                    cpu_ms = (backend_cpu_seconds(pid) - before) * 1000 / claims
+                    cpu_ms = (process_cpu_seconds(pid) - before) * 1000 / claims
                     spent[name].append(cpu_ms)
             print(f"   server CPU ms per claim + close, by round: {spent}", flush=True)
     finally:

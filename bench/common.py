@@ -216,6 +216,15 @@ def tree_peak_rss_mb(pid: int) -> float:
     return round(sum(process_peak_rss_mb(p) for p in [pid, *map(int, children.stdout.split())]), 1)
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """Return user + system CPU seconds of a local process (a server backend), 0 if hidden."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_seconds_by_role(group_pid: int) -> dict[str, float]:
     """CPU seconds (user + system) used so far by each part of a web benchmark on this machine.
 

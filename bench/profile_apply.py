@@ -32,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import scratch_database
+from bench.common import process_cpu_seconds, scratch_database
 
 # The claim and the applied insert as they were before effects were ordered per item (commit
 # bb26e7e), adapted to today's columns only: the claim reports item_sequence 1 (every bench
@@ -115,8 +115,7 @@ def _server_cpu() -> float:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         pid = cursor.fetchone()[0]
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return process_cpu_seconds(pid)
 
 
 def drain(batch: int) -> tuple[int, float, float]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
-import os
 import pstats
 import re
 import sys
@@ -30,6 +29,7 @@ from bench.common import (
     bench_database,
     drop_database,
     machine,
+    process_cpu_seconds,
     review_next,
     scratch_database,
     write_results,
@@ -55,15 +55,6 @@ def _is_transaction_control(statement: str | None) -> bool:
         "SAVEPOINT",
         "RELEASE",
     }
-
-
-def _cpu_seconds(pid: int) -> float:
-    """Return user + system CPU seconds of a local process (the server backend), 0 if hidden."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
@@ -99,12 +90,12 @@ def main() -> None:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_backend_pid()")
             backend = cursor.fetchone()[0]
-        server0 = _cpu_seconds(backend)
+        server0 = process_cpu_seconds(backend)
         t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(cycles):
             _cycle(queue, reviewer)
         wall, client_cpu = time.perf_counter() - t0, time.process_time() - c0
-        server_cpu = _cpu_seconds(backend) - server0
+        server_cpu = process_cpu_seconds(backend) - server0
 
         # The floor on the same rows, for as long as the services took: client CPU per cycle.
         from bench.cycle import floor_worker
