@@ -23,6 +23,7 @@ import re
 import statistics
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -124,12 +125,16 @@ def _python_worker(args: tuple[int, int, float], ready) -> tuple[int, float]:
     return done, peak_rss_mb()
 
 
-def floor_worker(args: tuple[int, int, float, str], ready) -> tuple[int, float]:
+def floor_worker(
+    args: tuple[int, int, float, str], ready, *, write_at_sync: bool = True
+) -> tuple[int, float]:
     """The services' statements and round trips through psycopg alone (see the docstring).
 
     Round trip by round trip as claim_next and submit_decision send them: BEGIN (psycopg's,
     as Django's), the guard, the renew, the claim and COMMIT; BEGIN, the guard and the close;
     the insert and COMMIT; then the wake-up in autocommit. Parameters as the pgbench script's.
+    Each round trip's statements are written at its sync, as run_together does; with
+    write_at_sync=False, one by one as psycopg writes them by itself (bench/pipeline_sends.py).
     """
     from datetime import timedelta
 
@@ -165,7 +170,7 @@ def floor_worker(args: tuple[int, int, float, str], ready) -> tuple[int, float]:
         cursors = [conn.cursor() for _ in steps]
         # Written to the socket at the sync, all at once, as run_together does.
         with conn.pipeline() as pipeline:
-            with send_at_sync(pipeline):
+            with send_at_sync(pipeline) if write_at_sync else nullcontext():
                 for cursor, (statement, params) in zip(cursors, steps, strict=True):
                     cursor.execute(statement, params)
             if commit:

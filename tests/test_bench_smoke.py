@@ -73,6 +73,9 @@ EXPECTED = {
         and r["summary"]["lag_p99_ms"]["notify"] > 0
         and r["summary"]["worker_peak_rss_mb"] > 0
     ),
+    "pipeline_sends.py": lambda r: all(
+        r["sides"][side]["per_second"] > 0 for side in ("at the sync", "one by one")
+    ),
     "peer.py": lambda r: (
         all(
             level["ours_per_second"] > 0 and level["peer_per_second"] > 0

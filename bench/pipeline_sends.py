@@ -1,0 +1,100 @@
+"""A pipeline written at its sync against psycopg's one write per statement: B3's floor, A/B.
+
+B3's psycopg floor (bench/cycle.py: the services' statements in their round trips, psycopg
+alone) in one process, its pipelines written to the socket either at the sync, all at once, as
+run_together does (managers.send_at_sync), or one statement at a time as psycopg writes them by
+itself. The two alternate in rounds of a fixed time; each reads its cycles per second, this
+process's CPU and the server's (every postgres process, bench.common.cpu_seconds_by_role) per
+cycle, and the ratios pair the two within a round.
+
+    .venv/bin/python bench/pipeline_sends.py            # ~1 min
+    .venv/bin/python bench/pipeline_sends.py --smoke    # tiny, for CI
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import (
+    bench_database,
+    bench_queue,
+    cpu_seconds_by_role,
+    drop_database,
+    load_pending,
+    machine,
+    scratch_database,
+    write_results,
+)
+from bench.cycle import floor_worker
+
+DB = "rc_bench_pipeline_sends"
+SIDES = {"at the sync": True, "one by one": False}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--smoke", action="store_true")
+    args = parser.parse_args()
+    rounds, seconds, stock = (1, 0.5, 2_000) if args.smoke else (6, 5.0, 60_000)
+
+    db = bench_database(DB, smoke=args.smoke)
+    scratch_database(db)
+    from django.db import connection
+
+    about = machine()
+    queue, reason, users = bench_queue("sends", reviewers=1)
+    load_pending(queue.pk, stock, prefix="sends")
+    connection.close()
+
+    runs: dict[str, list[dict[str, float]]] = {side: [] for side in SIDES}
+    try:
+        for _ in range(rounds):
+            for side, at_sync in SIDES.items():
+                before, t0 = cpu_seconds_by_role(os.getpid()), time.perf_counter()
+                cycles, _ = floor_worker(
+                    (users[0], queue.pk, seconds, reason.code), lambda: None, write_at_sync=at_sync
+                )
+                wall, after = time.perf_counter() - t0, cpu_seconds_by_role(os.getpid())
+                runs[side].append(
+                    {
+                        "per_second": cycles / wall,
+                        "client_cpu_ms": (after["load"] - before["load"]) * 1000 / cycles,
+                        "server_cpu_ms": (after["postgres"] - before["postgres"]) * 1000 / cycles,
+                    }
+                )
+                print(f"   {side}: {runs[side][-1]}", flush=True)
+    finally:
+        drop_database(db)
+
+    def median(side: str, key: str) -> float:
+        return round(statistics.median(r[key] for r in runs[side]), 3)
+
+    def paired(key: str) -> float | None:
+        pairs = zip(runs["at the sync"], runs["one by one"], strict=True)
+        ratios = [a[key] / b[key] for a, b in pairs if b[key]]
+        return round(statistics.median(ratios), 3) if ratios else None
+
+    keys = ("per_second", "client_cpu_ms", "server_cpu_ms")
+    results = {
+        "machine": about,
+        "smoke": args.smoke,
+        "rounds": rounds,
+        "seconds": seconds,
+        "sides": {side: {key: median(side, key) for key in keys} for side in SIDES},
+        "at_sync_to_one_by_one": {key: paired(key) for key in keys},
+        "runs": runs,
+    }
+    print(f"pipeline sends: {results['sides']}, ratio {results['at_sync_to_one_by_one']}")
+    name = "pipeline_sends-smoke" if args.smoke else "pipeline_sends"
+    print("wrote", write_results(name, results))
+
+
+if __name__ == "__main__":
+    main()
