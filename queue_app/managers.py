@@ -147,9 +147,9 @@ def send_at_sync(pipeline: Any) -> Iterator[None]:
     socket before and after: a write (and, at the server, a read and a wake-up) per statement.
     libpq itself, and pgbench's pipelines, queue the statements and write them at the sync.
     Here the statements, their BEGIN, COMMIT and Sync go out in one write: for B3's psycopg
-    floor, 1.19x the cycles per second at one process, 0.89x the client's CPU per cycle and 0.92x
-    the server's (bench/NOTES.md). Nothing else changes: the server receives the same messages
-    in the same order, runs them one after another, and stops at the first error as before.
+    floor, 1.13x the cycles per second at one process, 0.94x the client's CPU per cycle and 0.91x
+    the server's (bench/pipeline_sends.py). Nothing else changes: the server receives the same
+    messages in the same order, runs them one after another, and stops at the first error.
 
     The write happens in the pipeline's _communicate_gen, a private method of psycopg's that
     every statement calls; while it is replaced, psycopg only queues. If a later psycopg drops
