@@ -40,17 +40,16 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def close_if_health_check_failed(self) -> None:
         if self.connection is None or not self.health_check_enabled or self.health_check_done:
             return
-        quiet = time.monotonic() - self.last_used
-        if quiet > settings.DB_HEALTH_CHECK_AFTER_SECONDS or self.server_spoke():
-            if not self.is_usable():
-                self.close()
-        elif self.connection.closed or self.connection.pgconn.status != pq.ConnStatus.OK:
+        quiet = time.monotonic() - self.last_used > settings.DB_HEALTH_CHECK_AFTER_SECONDS
+        # A round trip only when there is a reason to ask (is_usable: Django's SELECT 1).
+        if (quiet or self.server_spoke()) and not self.is_usable():
             self.close()
         self.health_check_done = True
 
     def server_spoke(self) -> bool:
-        """Whether the server sent anything while the connection sat idle between requests."""
-        if self.connection.closed:
+        """Whether the server sent anything while the connection sat idle between requests (or
+        the connection is known to be broken already: is_usable then confirms it)."""
+        if self.connection.closed or self.connection.pgconn.status != pq.ConnStatus.OK:
             return True
         poll = select.poll()
         poll.register(self.connection.pgconn.socket, select.POLLIN)

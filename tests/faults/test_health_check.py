@@ -115,3 +115,14 @@ def test_the_socket_of_a_live_idle_connection_has_nothing_to_say(web_connection)
     assert web_connection.server_spoke() is False
     _terminate(web_connection.connection.info.backend_pid)
     assert wait_until(web_connection.server_spoke, timeout=10) is True
+
+
+def test_a_connection_closed_under_django_is_replaced_without_a_quiet_spell(
+    web_connection, settings
+):
+    settings.DB_HEALTH_CHECK_AFTER_SECONDS = 60
+    old = _serve_request(web_connection)
+    web_connection.connection.close()  # psycopg's, behind Django's back
+
+    new = _serve_request(web_connection)
+    assert new != old
