@@ -34,6 +34,7 @@ from bench.common import (
     drop_database,
     load_pending,
     machine,
+    paired_ratio,
     process_cpu_seconds,
     scratch_database,
     write_results,
@@ -112,13 +113,6 @@ def main() -> None:
     finally:
         drop_database(db)
 
-    base = spent["current"]
-
-    def paired(values: list[float]) -> float | None:
-        # A smoke run's few claims may read 0 ticks of CPU: no ratio from those rounds.
-        ratios = [v / b for v, b in zip(values, base, strict=True) if b]
-        return round(statistics.median(ratios), 3) if ratios else None
-
     results = {
         "machine": about,
         "smoke": args.smoke,
@@ -127,7 +121,7 @@ def main() -> None:
         "pending": stock,
         "server_cpu_ms": {name: round(statistics.median(v), 3) for name, v in spent.items()},
         # Each variant against current in the same round (a median of paired ratios).
-        "ratio_to_current": {name: paired(v) for name, v in spent.items()},
+        "ratio_to_current": {name: paired_ratio(v, spent["current"]) for name, v in spent.items()},
     }
     print(f"claim variants: {results['server_cpu_ms']}, to current {results['ratio_to_current']}")
     name = "claim_variants-smoke" if args.smoke else "claim_variants"

@@ -216,6 +216,13 @@ def tree_peak_rss_mb(pid: int) -> float:
     return round(sum(process_peak_rss_mb(p) for p in [pid, *map(int, children.stdout.split())]), 1)
 
 
+def paired_ratio(sides: list[float], bases: list[float]) -> float | None:
+    """The median of each round's side / base (rounds with a base of 0, as a smoke run's few
+    samples may read in CPU ticks, are left out); None if no round had a base."""
+    ratios = [side / base for side, base in zip(sides, bases, strict=True) if base]
+    return round(statistics.median(ratios), 3) if ratios else None
+
+
 def process_cpu_seconds(pid: int) -> float:
     """Return user + system CPU seconds of a local process (a server backend), 0 if hidden."""
     try:

@@ -29,6 +29,7 @@ from bench.common import (
     drop_database,
     load_pending,
     machine,
+    paired_ratio,
     scratch_database,
     write_results,
 )
@@ -77,9 +78,9 @@ def main() -> None:
         return round(statistics.median(r[key] for r in runs[side]), 3)
 
     def paired(key: str) -> float | None:
-        pairs = zip(runs["at the sync"], runs["one by one"], strict=True)
-        ratios = [a[key] / b[key] for a, b in pairs if b[key]]
-        return round(statistics.median(ratios), 3) if ratios else None
+        return paired_ratio(
+            [r[key] for r in runs["at the sync"]], [r[key] for r in runs["one by one"]]
+        )
 
     keys = ("per_second", "client_cpu_ms", "server_cpu_ms")
     results = {
