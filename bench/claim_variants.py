@@ -29,14 +29,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (
-    bench_database,
-    bench_queue,
     drop_database,
-    load_pending,
     machine,
     paired_ratio,
     process_cpu_seconds,
-    scratch_database,
+    stocked_queue,
     write_results,
 )
 
@@ -76,14 +73,10 @@ def main() -> None:
     args = parser.parse_args()
     rounds, claims, stock = (2, 20, 200) if args.smoke else (7, 400, 60_000)
 
-    db = bench_database(DB, smoke=args.smoke)
-    scratch_database(db)
-    from django.db import connection
-
+    db, queue, _reason, users = stocked_queue(
+        DB, smoke=args.smoke, slug="variants", reviewers=1, stock=stock
+    )
     about = machine()
-    queue, _reason, users = bench_queue("variants", reviewers=1)
-    load_pending(queue.pk, stock, prefix="variants")
-    connection.close()
 
     import psycopg
 

@@ -298,6 +298,24 @@ def write_results(name: str, data: dict[str, Any]) -> Path:
     return path
 
 
+def stocked_queue(
+    base: str, *, smoke: bool, slug: str, reviewers: int, stock: int
+) -> tuple[str, Any, Any, list[int]]:
+    """A scratch database holding one bench_queue with `stock` pending items.
+
+    Returns (database name, queue, reason code, reviewer user ids); Django's connection is
+    closed, so processes started next find no session of ours in the way.
+    """
+    from django.db import connection
+
+    db = bench_database(base, smoke=smoke)
+    scratch_database(db)
+    queue, reason, users = bench_queue(slug, reviewers=reviewers)
+    load_pending(queue.pk, stock, prefix=slug)
+    connection.close()
+    return db, queue, reason, users
+
+
 def bench_queue(slug: str, *, reviewers: int) -> tuple[Any, Any, list[int]]:
     """Create a queue with one approve reason ("ok") and reviewers who may claim in it.
 

@@ -29,16 +29,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (
-    bench_database,
-    bench_queue,
-    load_pending,
     machine,
     peak_rss_mb,
     review_next,
     reviewer_process,
     run_pgbench,
-    scratch_database,
     start_together,
+    stocked_queue,
     write_results,
 )
 
@@ -239,13 +236,9 @@ def main() -> None:
         ([1, 2], 1.0, 1, 5_000) if args.smoke else ([1, 8, 32], 10.0, 3, 360_000)
     )
 
-    db = bench_database(DB, smoke=args.smoke)
-    scratch_database(db)
-    from django.db import connection
-
-    queue, reason, users = bench_queue("cycle", reviewers=max(clients_list))
-    load_pending(queue.pk, stock, prefix="cycle")
-    connection.close()
+    db, queue, reason, users = stocked_queue(
+        DB, smoke=args.smoke, slug="cycle", reviewers=max(clients_list), stock=stock
+    )
     script = pgbench_script(
         queue_id=queue.pk, reason_code=reason.code, first_user=min(users), users=max(clients_list)
     )

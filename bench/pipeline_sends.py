@@ -23,14 +23,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (
-    bench_database,
-    bench_queue,
     cpu_seconds_by_role,
     drop_database,
-    load_pending,
     machine,
     paired_ratio,
-    scratch_database,
+    stocked_queue,
     write_results,
 )
 from bench.cycle import floor_worker
@@ -45,14 +42,10 @@ def main() -> None:
     args = parser.parse_args()
     rounds, seconds, stock = (1, 0.5, 2_000) if args.smoke else (6, 5.0, 60_000)
 
-    db = bench_database(DB, smoke=args.smoke)
-    scratch_database(db)
-    from django.db import connection
-
+    db, queue, reason, users = stocked_queue(
+        DB, smoke=args.smoke, slug="sends", reviewers=1, stock=stock
+    )
     about = machine()
-    queue, reason, users = bench_queue("sends", reviewers=1)
-    load_pending(queue.pk, stock, prefix="sends")
-    connection.close()
 
     runs: dict[str, list[dict[str, float]]] = {side: [] for side in SIDES}
     try:

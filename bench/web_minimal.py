@@ -95,19 +95,15 @@ def setup(users: int, stock: int) -> None:
 
 OURS = "reviewconsole.wsgi"
 MINIMAL = "bench.minimal_app.wsgi"
-# Our WSGI application under the floor's settings (bench/floor_app/settings.py).
-FLOOR = "reviewconsole.wsgi bench.floor_app.settings"
+FLOOR = "bench.floor_app.wsgi"
 
 
 def serve(url: str, workers: int, app: str, log: Path, extra: tuple[str, ...] = ()) -> tuple:
-    """Start gunicorn on app ("module" or "module settings-module"); return (process, port)."""
     env = {**os.environ, "DATABASE_URL": url, "LOG_LEVEL": "WARNING", "DEBUG": "false"}
     env.update(SECURE_SSL_REDIRECT="false", SECURE_COOKIES="false")
-    app, _, settings_module = app.partition(" ")
-    if app == MINIMAL:
-        settings_module = "bench.minimal_app.settings"
-    if settings_module:
-        env["DJANGO_SETTINGS_MODULE"] = settings_module
+    if app.startswith("bench."):
+        # This process's own settings module is in the environment; the bench apps need theirs.
+        env["DJANGO_SETTINGS_MODULE"] = app.removesuffix(".wsgi") + ".settings"
     return start_web(env, workers, log, app=app, extra_args=extra)
 
 
