@@ -79,7 +79,8 @@ def pgbench_script(*, queue_id: int, reason_code: str, first_user: int, users: i
     }
     # The round trips mirror the services'. claim_next sends BEGIN, the guard, the renew, the
     # claim and COMMIT together (managers.run_together); submit_decision sends BEGIN, the guard
-    # and the close together, then the insert and COMMIT together. The statements are
+    # and the close together, then the insert, COMMIT and the apply workers' wake-up together
+    # (the wake-up in a transaction of its own after the COMMIT). The statements are
     # prepared (server-side binding), so pgbench runs with -M prepared. One difference:
     # pgbench cannot read a result inside a pipeline (\gset), so its claim leaves the pipeline
     # and its COMMIT joins the decide's first pipeline: one round trip more than the services.
@@ -102,10 +103,8 @@ def pgbench_script(*, queue_id: int, reason_code: str, first_user: int, users: i
             "\\startpipeline",
             bind(sql.INSERT_DECISION, decision) + ";",
             "COMMIT;",
-            "\\endpipeline",
-            # The apply workers' wake-up, in a transaction of its own after the commit
-            # (managers.wake_apply_workers_after_commit): its own round trip, as the services'.
             sql.WAKE_APPLY_WORKERS + ";",
+            "\\endpipeline",
             "",
         ]
     )
@@ -127,11 +126,12 @@ def floor_worker(
 ) -> tuple[int, float]:
     """The services' statements and round trips through psycopg alone (see the docstring).
 
-    Round trip by round trip as claim_next and submit_decision send them: BEGIN (psycopg's,
-    as Django's), the guard, the renew, the claim and COMMIT; BEGIN, the guard and the close;
-    the insert and COMMIT; then the wake-up in autocommit. Parameters as the pgbench script's.
-    Each round trip's statements are written at its sync, as run_together does; with
-    write_at_sync=False, one by one as psycopg writes them by itself (bench/pipeline_sends.py).
+    Round trip by round trip as claim_next and submit_decision send them: BEGIN, the guard,
+    the renew, the claim and COMMIT; BEGIN, the guard and the close; the insert, COMMIT and
+    the wake-up. Parameters as the pgbench script's. The connection is in autocommit and
+    writes BEGIN and COMMIT itself, as run_together does. Each round trip's statements are
+    written at its sync, as run_together does; with write_at_sync=False, one by one as
+    psycopg writes them by itself (bench/pipeline_sends.py).
     """
     from datetime import timedelta
 
@@ -141,7 +141,7 @@ def floor_worker(
     from queue_app.managers import send_at_sync
 
     user_id, queue_id, seconds, reason_code = args
-    conn = psycopg.connect(os.environ["DATABASE_URL"], prepare_threshold=0)
+    conn = psycopg.connect(os.environ["DATABASE_URL"], prepare_threshold=0, autocommit=True)
     common = {
         "queue_id": queue_id,
         "owner_id": user_id,
@@ -163,15 +163,23 @@ def floor_worker(
         "qa_sampled": False,
     }
 
-    def together(steps: list[tuple[str, dict]], *, commit: bool = False) -> list:
+    def together(
+        steps: list[tuple[str, dict]], *, begin: bool = False, commit: bool = False, then=()
+    ) -> list:
         cursors = [conn.cursor() for _ in steps]
         # Written to the socket at the sync, all at once, as run_together does.
-        with conn.pipeline() as pipeline:
-            with send_at_sync(pipeline) if write_at_sync else nullcontext():
-                for cursor, (statement, params) in zip(cursors, steps, strict=True):
-                    cursor.execute(statement, params)
+        with (
+            conn.pipeline() as pipeline,
+            send_at_sync(pipeline) if write_at_sync else nullcontext(),
+        ):
+            if begin:
+                conn.execute(b"BEGIN", prepare=False)
+            for cursor, (statement, params) in zip(cursors, steps, strict=True):
+                cursor.execute(statement, params)
             if commit:
-                conn.commit()
+                conn.execute(b"COMMIT", prepare=False)
+                for statement in then:
+                    conn.execute(statement, prepare=False)
         return cursors
 
     ready()
@@ -179,13 +187,13 @@ def floor_worker(
     columns: list[str] = []
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline:
-        conn.autocommit = False
         *_, claim = together(
             [
                 (sql.SET_LOCAL_TIMEOUTS_AND_LOCK_REVIEWER_QUEUE, common),
                 (sql.RENEW_OWN_LIVE_LEASE, common),
                 (sql.CLAIM_NEXT_ITEM, common),
             ],
+            begin=True,
             commit=True,
         )
         row = claim.fetchone()
@@ -198,13 +206,16 @@ def floor_worker(
             "lease_token": row[columns.index("lease_token")],
         }
         _, close = together(
-            [(sql.SET_LOCAL_TIMEOUTS_AND_CHECK_ITEM_ACCESS, lease), (sql.CLOSE_ITEM, lease)]
+            [(sql.SET_LOCAL_TIMEOUTS_AND_CHECK_ITEM_ACCESS, lease), (sql.CLOSE_ITEM, lease)],
+            begin=True,
         )
         if close.fetchone() is None:
             raise RuntimeError("the floor's close found no lease")
-        together([(sql.INSERT_DECISION, {**lease, **decision})], commit=True)
-        conn.autocommit = True
-        conn.execute(sql.WAKE_APPLY_WORKERS)
+        together(
+            [(sql.INSERT_DECISION, {**lease, **decision})],
+            commit=True,
+            then=[sql.WAKE_APPLY_WORKERS],
+        )
         done += 1
     conn.close()
     return done, peak_rss_mb()

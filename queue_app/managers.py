@@ -5,10 +5,11 @@ No policy here (who may claim, what a stale token means): that is the services p
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
 
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from queue_app.models import Decision, ReviewItem
 
 M = TypeVar("M", bound=models.Model)
+
+logger = logging.getLogger("queue_app")
 
 # psycopg keeps the parse of a statement's %(name)s placeholders in an LRU cache, but only for
 # texts up to 4 KiB (psycopg._queries.MAX_CACHED_STATEMENT_LENGTH), to keep one-off SQL that
@@ -165,8 +168,38 @@ def send_at_sync(pipeline: Any) -> Iterator[None]:
         del pipeline._communicate_gen
 
 
+@contextmanager
+def _transaction_as_written(conn: psycopg.Connection[Any]) -> Iterator[bool]:
+    """Inside a pipeline: psycopg adds no BEGIN of its own; say whether the caller must.
+
+    Outside autocommit psycopg starts the transaction itself, before the first statement run
+    while the server is idle in none: it queues a BEGIN and a Sync. Queued, nothing has reached
+    the server, so it is still idle at the next statement, and the next: a BEGIN and a Sync
+    before every statement of a pipeline written at its sync (the server warns "there is
+    already a transaction in progress" for each, in its log), and COMMIT, which psycopg sends
+    only in a transaction, left for a round trip of its own. Here psycopg is told it is in
+    autocommit while the statements are queued (its private _autocommit, which the public
+    setter refuses to change mid-transaction), so the caller writes BEGIN and COMMIT itself,
+    once each. Yields whether a BEGIN is needed: the transaction is psycopg's to open and not
+    yet open.
+    """
+    if not hasattr(conn, "_autocommit"):  # a later psycopg: its own BEGIN, as before
+        yield False
+        return
+    saved = conn._autocommit
+    begin = not saved and conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    conn._autocommit = True
+    try:
+        yield begin
+    finally:
+        conn._autocommit = saved
+
+
 def run_together(
-    steps: Sequence[tuple[str, dict[str, Any]]], *, commit: bool = False
+    steps: Sequence[tuple[str, dict[str, Any]]],
+    *,
+    commit: bool = False,
+    after_commit: Sequence[tuple[str, dict[str, Any]]] = (),
 ) -> list[Result]:
     """Send statements in one round trip and return each one's (column names, rows), in order.
 
@@ -174,14 +207,22 @@ def run_together(
     exactly as if sent one by one, but the client waits for the server once instead of once
     per statement. If one fails, the ones after it do not run and the error is raised (as
     Django's database error) when the results are collected. Only for statements where no
-    decision in Python is needed between them.
+    decision in Python is needed between them. The transaction's BEGIN, when this opens it,
+    goes in the same write (_transaction_as_written).
 
     commit=True, for the last statements of a transaction: when the caller's atomic block is
     the outermost one, the COMMIT goes in the same round trip, so locks taken by the
-    statements (the decision chain's, above all) are not held while the client is scheduled
-    back to send it; the atomic block then finds nothing left to commit. Inside a savepoint
-    nothing is committed here and the block ends as usual. Either way a failure raises before
-    the block exits, which then rolls back.
+    statements are not held while the client is scheduled back to send it; the atomic block
+    then finds nothing left to commit. Inside a savepoint nothing is committed here and the
+    block ends as usual. Either way a failure raises before the block exits, which then rolls
+    back.
+
+    after_commit: statements to run once the transaction has committed, each in a transaction
+    of its own (the apply workers' wake-up, sql.WAKE_APPLY_WORKERS). When the COMMIT is sent
+    here they follow it in the same round trip, outside the committed transaction (after an
+    explicit COMMIT, what comes before the Sync runs in an implicit transaction of its own);
+    otherwise they run when the atomic block commits. Robust either way: the transaction has
+    committed by then, so a failure is logged, never raised.
 
     The cursors bind parameters on the server. Django's own inline them into the text and
     never prepare, so the server parses and plans every statement afresh; on the claim and
@@ -191,21 +232,43 @@ def run_together(
     that is no worse than planning each time (test_claim_plan checks the claim's).
     """
     db = connections[DEFAULT_DB_ALIAS]
+    committing = commit and db.in_atomic_block and not db.savepoint_ids
+    if after_commit and not committing:
+        transaction.on_commit(partial(_run_after_commit, after_commit), robust=True)
     # What Django does before opening a cursor: the per-request health check, then connect.
     db.close_if_health_check_failed()
     db.ensure_connection()
+    conn = db.connection
     # Wrapped as Django wraps its own cursors (query log, execute wrappers); one per statement
-    # to hold its result.
+    # to hold its result. BEGIN, COMMIT and what follows it go on psycopg cursors of their own:
+    # Django's query log already records its BEGIN and COMMIT.
     wrap = db.make_debug_cursor if db.queries_logged else db.make_cursor
-    cursors = [wrap(psycopg.Cursor(db.connection)) for _ in steps]
+    cursors = [wrap(psycopg.Cursor(conn)) for _ in steps]
+    control = psycopg.Cursor(conn)
+    ending = psycopg.Cursor(conn)
     try:
         with db.wrap_database_errors, _without_history_context(db):
-            with db.connection.pipeline() as pipeline:
-                with send_at_sync(pipeline):
+            try:
+                # Left in reverse order: psycopg's own BEGIN rule and its socket writes come
+                # back before the pipeline's exit sends the Sync and collects the results.
+                with (
+                    conn.pipeline() as pipeline,
+                    send_at_sync(pipeline),
+                    _transaction_as_written(conn) as begin,
+                ):
+                    if begin:
+                        control.execute(b"BEGIN", prepare=False)
                     for cursor, (statement, params) in zip(cursors, steps, strict=True):
                         cursor.execute(statement, params)
-                if commit and db.in_atomic_block and not db.savepoint_ids:
-                    db.connection.commit()
+                    if committing:
+                        ending.execute(b"COMMIT", prepare=False)
+                        for statement, params in after_commit:
+                            psycopg.Cursor(conn).execute(statement, params, prepare=False)
+            except psycopg.Error:
+                # The COMMIT went through and only what followed it failed: keep the results.
+                if not (after_commit and _succeeded(ending)):
+                    raise
+                logger.exception("statement after commit failed (the transaction committed)")
             results = []
             for cursor in cursors:
                 # Column names straight from the result: building cursor.description's
@@ -220,6 +283,17 @@ def run_together(
     finally:
         for cursor in cursors:
             cursor.close()
+
+
+def _succeeded(cursor: psycopg.Cursor[Any]) -> bool:
+    res = cursor.pgresult
+    return res is not None and res.status == psycopg.pq.ExecStatus.COMMAND_OK
+
+
+def _run_after_commit(statements: Sequence[tuple[str, dict[str, Any]]]) -> None:
+    with connection.cursor() as cursor:
+        for statement, params in statements:
+            cursor.execute(statement, params)
 
 
 def fetch_prepared(statement: str, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -554,11 +628,11 @@ class DecisionManager(models.Manager["Decision"]):
                 )
             ],
             commit=commit,
+            # INSERT_DECISION queued an effect job unless the decision waits for its check.
+            after_commit=() if needs_check else [(sql.WAKE_APPLY_WORKERS, {})],
         )
         from queue_app.models import ReasonCode
 
-        if not needs_check:  # INSERT_DECISION queued its effect job
-            wake_apply_workers_after_commit()
         decision_columns, reason_columns = split_result(inserted, prefix="reason__")
         decision = build_instances(self.model, decision_columns)[0]
         decision.reason_code = build_instances(ReasonCode, reason_columns)[0]

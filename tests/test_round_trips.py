@@ -7,10 +7,12 @@ cover the other path, where the atomic block ends with a savepoint release as us
 
 from __future__ import annotations
 
+import psycopg
 import pytest
-from django.db import connection
+from django.db import DatabaseError, connection, transaction
 
 from queue_app.errors import InvalidReason, NotPermitted
+from queue_app.managers import run_together
 from queue_app.models import Decision, EffectJob, ItemEvent, ReviewItem
 from queue_app.services import claim_next, submit_decision
 from tests.conftest import make_items, shown_hash
@@ -108,23 +110,130 @@ def test_an_invalid_reason_fails_the_committing_round_trip_and_leaves_the_lease(
     assert EffectJob.objects.filter(decision=decision).count() == 1
 
 
-def test_a_round_trip_writes_its_statements_together_at_the_sync(queue, alice, monkeypatch):
-    # psycopg writes a pipeline's statements one by one as they are executed; run_together has
-    # it queue them and write them all at the sync (managers.send_at_sync). Seen from psycopg's
-    # send loop: the commands waiting when it is called.
+def _writes(monkeypatch) -> list[list[bytes]]:
+    """Record what psycopg's pipeline send loop finds queued each time it is called: the
+    query text of each command (a prepared statement's name), b"Sync" for a sync."""
     from psycopg import _pipeline_base
 
-    waiting: list[int] = []
+    writes: list[list[bytes]] = []
     communicate = _pipeline_base.pipeline_communicate
 
-    def counting(pgconn, commands):
-        waiting.append(len(commands))
+    def recording(pgconn, commands):
+        writes.append([c.args[0] if getattr(c, "args", None) else b"Sync" for c in commands])
         return (yield from communicate(pgconn, commands))
 
-    monkeypatch.setattr(_pipeline_base, "pipeline_communicate", counting)
+    monkeypatch.setattr(_pipeline_base, "pipeline_communicate", recording)
+    return writes
+
+
+def _socket_waits(monkeypatch) -> list[int]:
+    """Count the calls in which psycopg waited on the socket (a round trip, or a write that
+    would block): a generator psycopg runs that yields did I/O."""
+    waits: list[int] = []
+    wait = psycopg.Connection.wait
+
+    def watched(gen):
+        try:
+            item = next(gen)
+        except StopIteration as stop:
+            return stop.value
+        waits.append(1)
+        while True:
+            ready = yield item
+            try:
+                item = gen.send(ready)
+            except StopIteration as stop:
+                return stop.value
+
+    monkeypatch.setattr(
+        psycopg.Connection,
+        "wait",
+        lambda conn, gen, *args, **kwargs: wait(conn, watched(gen), *args, **kwargs),
+    )
+    return waits
+
+
+@pytest.fixture
+def notices() -> list[str]:
+    """What the server says to Django's connection as notices (warnings included)."""
+    connection.ensure_connection()
+    said: list[str] = []
+
+    def handler(diag) -> None:
+        said.append(diag.message_primary or "")
+
+    connection.connection.add_notice_handler(handler)
+    yield said
+    connection.connection.remove_notice_handler(handler)
+
+
+def test_a_claim_is_one_write_and_one_round_trip_with_its_begin_and_commit(
+    queue, alice, monkeypatch, notices
+):
+    # psycopg writes a pipeline's statements one by one and, outside autocommit, queues a
+    # BEGIN and a Sync before each statement while the server has seen none; its COMMIT then
+    # leaves for a round trip of its own. run_together writes BEGIN, the statements, COMMIT
+    # and one Sync at the sync (managers.send_at_sync, managers._transaction_as_written).
+    make_items(queue, 2)
+    connection.ensure_connection()
+    writes = _writes(monkeypatch)
+    waits = _socket_waits(monkeypatch)
+    item = claim_next(queue=queue, reviewer=alice)
+    assert item is not None
+    [write] = writes
+    # BEGIN, the guard, the renew, the claim, COMMIT and the Sync.
+    assert len(write) == 6
+    assert (write[0], write[-2], write[-1]) == (b"BEGIN", b"COMMIT", b"Sync")
+    assert len(waits) == 1
+    assert notices == []  # no "there is already a transaction in progress"
+
+
+def test_a_decision_is_two_round_trips_and_wakes_the_workers_in_the_second(
+    queue, alice, monkeypatch, notices
+):
     make_items(queue, 2)
     item = claim_next(queue=queue, reviewer=alice)
-    # BEGIN, the guard, the renew, the claim, COMMIT and the Sync, in one write.
-    assert item is not None
-    assert max(waiting) >= 6
-    assert len(waiting) == 1
+    writes = _writes(monkeypatch)
+    waits = _socket_waits(monkeypatch)
+    submit_decision(
+        item_id=item.pk,
+        reviewer=alice,
+        lease_token=item.lease_token,
+        verdict="approve",
+        reason_code="verified",
+        evidence_hash=shown_hash(item),
+        queue_id=item.queue_id,  # as the console passes it: no read of the item first
+    )
+    close, insert = writes
+    # BEGIN, the guard, the close and the Sync; then the insert, COMMIT, the wake-up, the Sync.
+    assert (len(close), close[0], close[-1]) == (4, b"BEGIN", b"Sync")
+    assert (len(insert), insert[1], insert[-1]) == (4, b"COMMIT", b"Sync")
+    assert insert[2].startswith(b"SELECT pg_notify")
+    assert len(waits) == 2
+    assert notices == []
+    # Nothing was left for Django's atomic block to commit, or for psycopg to begin again.
+    assert connection.connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+
+
+def test_a_failing_statement_rolls_back_a_transaction_the_round_trip_began(queue, alice):
+    make_items(queue, 1)
+    with pytest.raises(DatabaseError), transaction.atomic():
+        run_together(
+            [
+                ("UPDATE queue_app_reviewitem SET priority = 7", {}),
+                ("SELECT 1 / 0", {}),
+            ],
+            commit=True,
+        )
+    assert list(ReviewItem.objects.values_list("priority", flat=True)) == [0]
+    assert connection.connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+
+
+def test_statements_inside_a_savepoint_are_not_committed_by_the_round_trip(queue, alice):
+    make_items(queue, 1)
+    with pytest.raises(RuntimeError), transaction.atomic():
+        with transaction.atomic():
+            run_together([("UPDATE queue_app_reviewitem SET priority = 7", {})], commit=True)
+        assert _in_another_connection("SELECT priority FROM queue_app_reviewitem", []) == [(0,)]
+        raise RuntimeError("the outer block rolls back")
+    assert list(ReviewItem.objects.values_list("priority", flat=True)) == [0]

@@ -2,8 +2,9 @@
 
 A NOTIFY inside the decision's transaction would make PostgreSQL hold its cluster-wide notify
 lock from that commit until the commit's WAL flush, so decisions in every queue would commit
-one at a time (migration 0019; B7 in bench/RESULTS.md measured it). These tests listen on a
-connection of their own, with real commits.
+one at a time (migration 0019; B7 in bench/RESULTS.md measured it). The wake-up follows the
+COMMIT in the decision's last round trip (managers.run_together's after_commit). These tests
+listen on a connection of their own, with real commits.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
-from queue_app import managers, sql
+from queue_app import sql
+from queue_app.errors import InvalidReason
 from queue_app.models import Decision, EffectJob
-from queue_app.services import claim_lane_task, confirm_check
+from queue_app.services import claim_lane_task, claim_next, confirm_check, submit_decision
+from tests.conftest import make_items, shown_hash
 from tests.lanes.conftest import carol, checked_queue, decide_one, open_task  # noqa: F401
 from tests.worker.conftest import database_url, decide
 
@@ -49,16 +52,37 @@ def test_a_decision_wakes_the_workers_once_it_has_committed(listener, queue, ali
     assert committed == (1,)
 
 
-def test_the_decisions_own_transaction_sends_no_notify(listener, queue, alice, monkeypatch):
-    # The decision commits with the after-commit wake-up switched off: nothing arrives, so the
-    # NOTIFY can only come from the wake-up's transaction, never from the decision's commit.
-    monkeypatch.setattr(managers, "wake_apply_workers_after_commit", lambda: None)
+def test_the_wake_up_is_not_part_of_the_decisions_transaction(listener, queue, alice, monkeypatch):
+    # The wake-up rides in the decision's last round trip, after its COMMIT. Its payload here
+    # names the transaction that sent it: the decision's own would have an id (the insert
+    # assigned one); a transaction of its own, which writes nothing, has none.
+    monkeypatch.setattr(
+        sql,
+        "WAKE_APPLY_WORKERS",
+        "SELECT pg_notify('queue_app_effect_jobs',"
+        " coalesce(txid_current_if_assigned()::text, 'none'))",
+    )
     [decision] = decide(queue, alice, 1)
+    [note] = _received(listener, timeout=10)
+    assert note.payload == "none"
     assert EffectJob.objects.filter(decision=decision).exists()
-    assert _received(listener, timeout=1.5) == []
 
-    managers.wake_apply_workers()  # what the services send after the commit
-    assert len(_received(listener, timeout=10)) == 1
+
+def test_a_decision_that_fails_sends_no_wake_up(listener, queue, alice):
+    [item] = make_items(queue, 1)
+    claimed = claim_next(queue=queue, reviewer=alice)
+    assert claimed is not None and claimed.pk == item.pk
+    with pytest.raises(InvalidReason):  # the insert fails: its COMMIT and the wake-up are skipped
+        submit_decision(
+            item_id=item.pk,
+            reviewer=alice,
+            lease_token=claimed.lease_token,
+            verdict="approve",
+            reason_code="no-such-code",
+            evidence_hash=shown_hash(claimed),
+        )
+    assert _received(listener, timeout=1.5) == []
+    assert not Decision.objects.filter(item_id=item.pk).exists()
 
 
 def test_no_trigger_on_the_decision_path_notifies():
@@ -87,13 +111,24 @@ def test_a_confirmed_check_wakes_the_workers(listener, checked_queue, alice, car
 
 
 def test_a_failed_wake_up_is_logged_and_the_decision_stands(queue, alice, monkeypatch, caplog):
-    # The channel name is empty: pg_notify refuses it.
+    # The channel name is empty: pg_notify refuses it, after the decision's COMMIT.
     monkeypatch.setattr(sql, "WAKE_APPLY_WORKERS", "SELECT pg_notify('', '')")
-    with caplog.at_level(logging.ERROR, logger="django.db.backends.base"):
+    with caplog.at_level(logging.ERROR, logger="queue_app"):
         [decision] = decide(queue, alice, 1, prefix="first")
     assert Decision.objects.filter(pk=decision.pk).exists()
     assert EffectJob.objects.filter(decision=decision).exists()
-    assert any("on_commit" in record.getMessage() for record in caplog.records)
+    assert any("after commit failed" in record.getMessage() for record in caplog.records)
     # The connection is still good for the next decision.
     [second] = decide(queue, alice, 1, prefix="second")
     assert second.pk != decision.pk
+
+
+def test_a_wake_up_waits_for_the_outermost_commit(listener, queue, alice):
+    # Inside a caller's transaction the decision cannot commit itself: the wake-up goes when
+    # the caller's block commits, never before.
+    with transaction.atomic():
+        [decision] = decide(queue, alice, 1)
+        assert _received(listener, timeout=1.0) == []
+    [note] = _received(listener, timeout=10)
+    assert note.channel == CHANNEL
+    assert EffectJob.objects.filter(decision=decision).exists()
