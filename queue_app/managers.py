@@ -149,10 +149,13 @@ def send_at_sync(pipeline: Any) -> Iterator[None]:
     psycopg writes each statement of a pipeline to the socket as it is executed, polling the
     socket before and after: a write (and, at the server, a read and a wake-up) per statement.
     libpq itself, and pgbench's pipelines, queue the statements and write them at the sync.
-    Here the statements, their BEGIN, COMMIT and Sync go out in one write: for B3's psycopg
-    floor, 1.13x the cycles per second at one process, 0.94x the client's CPU per cycle and 0.91x
-    the server's (bench/pipeline_sends.py). Nothing else changes: the server receives the same
-    messages in the same order, runs them one after another, and stops at the first error.
+    Here the statements, their BEGIN, COMMIT and Sync go out in one write. What that buys is
+    small: for B3's psycopg floor in one process, 0.94x the cycles per second of writing
+    statement by statement, at the same client and server CPU per cycle (bench/pipeline_sends.py,
+    2026-12-04 20:59; its earlier 1.13x was mostly a BEGIN round trip, _transaction_as_written).
+    Kept while what it does with the cores saturated (B3's 8 and 32 processes), fewer writes
+    and reads, is unmeasured. Nothing else changes: the server receives the same messages in
+    the same order, runs them one after another, and stops at the first error.
 
     The write happens in the pipeline's _communicate_gen, a private method of psycopg's that
     every statement calls; while it is replaced, psycopg only queues. If a later psycopg drops
@@ -240,17 +243,17 @@ def run_together(
     db.ensure_connection()
     conn = db.connection
     # Wrapped as Django wraps its own cursors (query log, execute wrappers); one per statement
-    # to hold its result. BEGIN, COMMIT and what follows it go on psycopg cursors of their own:
-    # Django's query log already records its BEGIN and COMMIT.
+    # to hold its result. BEGIN and COMMIT go on psycopg cursors of their own: Django's query
+    # log already records its BEGIN and COMMIT.
     wrap = db.make_debug_cursor if db.queries_logged else db.make_cursor
     cursors = [wrap(psycopg.Cursor(conn)) for _ in steps]
-    control = psycopg.Cursor(conn)
-    ending = psycopg.Cursor(conn)
+    control, ending = psycopg.Cursor(conn), psycopg.Cursor(conn)
+    after = [wrap(psycopg.Cursor(conn)) for _ in after_commit] if committing else []
     try:
         with db.wrap_database_errors, _without_history_context(db):
             try:
-                # Left in reverse order: psycopg's own BEGIN rule and its socket writes come
-                # back before the pipeline's exit sends the Sync and collects the results.
+                # Exited in reverse order: psycopg's own BEGIN rule and its socket writes are
+                # back in place before the pipeline's exit sends the Sync and reads the results.
                 with (
                     conn.pipeline() as pipeline,
                     send_at_sync(pipeline),
@@ -262,8 +265,8 @@ def run_together(
                         cursor.execute(statement, params)
                     if committing:
                         ending.execute(b"COMMIT", prepare=False)
-                        for statement, params in after_commit:
-                            psycopg.Cursor(conn).execute(statement, params, prepare=False)
+                        for cursor, (statement, params) in zip(after, after_commit, strict=True):
+                            cursor.execute(statement, params)
             except psycopg.Error:
                 # The COMMIT went through and only what followed it failed: keep the results.
                 if not (after_commit and _succeeded(ending)):
@@ -281,7 +284,7 @@ def run_together(
                 results.append((names, cursor.fetchall()))
             return results
     finally:
-        for cursor in cursors:
+        for cursor in (*cursors, control, ending, *after):
             cursor.close()
 
 
