@@ -7,8 +7,14 @@ itself. The two alternate in rounds of a fixed time; each reads its cycles per s
 process's CPU and the server's (every postgres process, bench.common.cpu_seconds_by_role) per
 cycle, and the ratios pair the two within a round.
 
-    .venv/bin/python bench/pipeline_sends.py            # ~1 min
-    .venv/bin/python bench/pipeline_sends.py --smoke    # tiny, for CI
+With --processes N (N > 1) each side runs N floor processes at once (B3's way: every process
+set up before any starts, bench.common.start_together), the cores saturated as at B3's 8 and
+32 processes; then only cycles per second are compared (the processes' start-up would count
+in any CPU reading), and the results go to pipeline_sends-N.json, outside run_all's report.
+
+    .venv/bin/python bench/pipeline_sends.py                  # ~1 min
+    .venv/bin/python bench/pipeline_sends.py --processes 8    # ~2 min
+    .venv/bin/python bench/pipeline_sends.py --smoke          # tiny, for CI
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from bench.common import (
     drop_database,
     machine,
     paired_ratio,
+    start_together,
     stocked_queue,
     write_results,
 )
@@ -36,14 +43,25 @@ DB = "rc_bench_pipeline_sends"
 SIDES = {"at the sync": True, "one by one": False}
 
 
+def _at_sync(args: tuple, ready) -> tuple[int, float]:
+    return floor_worker(args, ready, write_at_sync=True)
+
+
+def _one_by_one(args: tuple, ready) -> tuple[int, float]:
+    return floor_worker(args, ready, write_at_sync=False)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
+    parser.add_argument("--processes", type=int, default=1, help="floor processes per side")
     args = parser.parse_args()
     rounds, seconds, stock = (1, 0.5, 2_000) if args.smoke else (6, 5.0, 60_000)
+    processes = max(1, args.processes)
+    stock *= processes
 
     db, queue, reason, users = stocked_queue(
-        DB, smoke=args.smoke, slug="sends", reviewers=1, stock=stock
+        DB, smoke=args.smoke, slug="sends", reviewers=processes, stock=stock
     )
     about = machine()
 
@@ -51,6 +69,12 @@ def main() -> None:
     try:
         for _ in range(rounds):
             for side, at_sync in SIDES.items():
+                if processes > 1:
+                    work = [(user, queue.pk, seconds, reason.code) for user in users]
+                    _, out = start_together(_at_sync if at_sync else _one_by_one, work)
+                    runs[side].append({"per_second": sum(cycles for cycles, _ in out) / seconds})
+                    print(f"   {side}: {runs[side][-1]}", flush=True)
+                    continue
                 before, t0 = cpu_seconds_by_role(os.getpid()), time.perf_counter()
                 cycles, _ = floor_worker(
                     (users[0], queue.pk, seconds, reason.code), lambda: None, write_at_sync=at_sync
@@ -75,10 +99,11 @@ def main() -> None:
             [r[key] for r in runs["at the sync"]], [r[key] for r in runs["one by one"]]
         )
 
-    keys = ("per_second", "client_cpu_ms", "server_cpu_ms")
+    keys = ("per_second",) if processes > 1 else ("per_second", "client_cpu_ms", "server_cpu_ms")
     results = {
         "machine": about,
         "smoke": args.smoke,
+        "processes": processes,
         "rounds": rounds,
         "seconds": seconds,
         "sides": {side: {key: median(side, key) for key in keys} for side in SIDES},
@@ -86,7 +111,8 @@ def main() -> None:
         "runs": runs,
     }
     print(f"pipeline sends: {results['sides']}, ratio {results['at_sync_to_one_by_one']}")
-    name = "pipeline_sends-smoke" if args.smoke else "pipeline_sends"
+    name = "pipeline_sends" + (f"-{processes}" if processes > 1 else "")
+    name += "-smoke" if args.smoke else ""
     print("wrote", write_results(name, results))
 
 

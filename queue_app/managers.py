@@ -153,8 +153,10 @@ def send_at_sync(pipeline: Any) -> Iterator[None]:
     small: for B3's psycopg floor in one process, 0.94x the cycles per second of writing
     statement by statement, at the same client and server CPU per cycle (bench/pipeline_sends.py,
     2026-12-04 20:59; its earlier 1.13x was mostly a BEGIN round trip, _transaction_as_written).
-    Kept while what it does with the cores saturated (B3's 8 and 32 processes), fewer writes
-    and reads, is unmeasured. Nothing else changes: the server receives the same messages in
+    With the cores saturated, 8 processes at once, 0.99x (--processes 8). Nothing measurable
+    either way, then; it stays until removing it (one private psycopg method fewer) comes with
+    another way for tests/test_round_trips.py to see one write per round trip. Nothing else
+    changes: the server receives the same messages in
     the same order, runs them one after another, and stops at the first error.
 
     The write happens in the pipeline's _communicate_gen, a private method of psycopg's that

@@ -122,3 +122,23 @@ def test_settle_waits_for_autovacuum_then_checkpoints():
     # Nothing to wait for is answered at once.
     if running == 0:
         assert waited < 3
+
+
+@pytest.mark.slow
+def test_pipeline_sends_runs_processes_side_by_side():
+    # --processes: each side's floor processes run at once, and only their rates are compared.
+    written = ROOT / "bench" / "results" / "pipeline_sends-2-smoke.json"
+    written.unlink(missing_ok=True)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "pipeline_sends.py"), "--smoke", "--processes", "2"],
+        cwd=ROOT,
+        env={**os.environ, "LOG_LEVEL": "WARNING"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads(written.read_text())
+    assert results["processes"] == 2
+    assert all(results["sides"][side]["per_second"] > 0 for side in ("at the sync", "one by one"))
+    assert set(results["at_sync_to_one_by_one"]) == {"per_second"}
