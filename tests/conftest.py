@@ -158,9 +158,9 @@ def shown_hash(item: ReviewItem) -> str:
     return item_evidence_hash(item)
 
 
-def approve_as_shown(item: ReviewItem, reviewer: User) -> Any:
+def approve_as_shown(item: ReviewItem, reviewer: User, *, queue_id: int | None = None) -> Any:
     """Approve (reason verified) an item its reviewer holds, as its page showed it: the lease
-    token and evidence hash of the item as claimed."""
+    token and evidence hash of the item as claimed. queue_id: as the console passes it."""
     return submit_decision(
         item_id=item.pk,
         reviewer=reviewer,
@@ -168,6 +168,7 @@ def approve_as_shown(item: ReviewItem, reviewer: User) -> Any:
         verdict="approve",
         reason_code="verified",
         evidence_hash=shown_hash(item),
+        queue_id=queue_id,
     )
 
 

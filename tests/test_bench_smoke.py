@@ -92,19 +92,7 @@ EXPECTED = {
 @pytest.mark.slow
 @pytest.mark.parametrize("script", sorted(EXPECTED))
 def test_bench_script_runs_in_smoke_mode(script):
-    written = ROOT / "bench" / "results" / f"{script.removesuffix('.py')}-smoke.json"
-    written.unlink(missing_ok=True)  # a file left by an earlier run must not pass for this one
-    env = {**os.environ, "LOG_LEVEL": "WARNING"}
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / script), "--smoke"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    results = json.loads(written.read_text())
+    results = _smoke_run(script, f"{script.removesuffix('.py')}-smoke.json")
     assert results["smoke"] is True
     assert results["machine"]["postgresql"]
     assert EXPECTED[script](results), results
@@ -127,10 +115,18 @@ def test_settle_waits_for_autovacuum_then_checkpoints():
 @pytest.mark.slow
 def test_pipeline_sends_runs_processes_side_by_side():
     # --processes: each side's floor processes run at once, and only their rates are compared.
-    written = ROOT / "bench" / "results" / "pipeline_sends-2-smoke.json"
-    written.unlink(missing_ok=True)
+    results = _smoke_run("pipeline_sends.py", "pipeline_sends-2-smoke.json", "--processes", "2")
+    assert results["processes"] == 2
+    assert all(results["sides"][side]["per_second"] > 0 for side in ("at the sync", "one by one"))
+    assert set(results["at_sync_to_one_by_one"]) == {"per_second"}
+
+
+def _smoke_run(script: str, result_name: str, *args: str) -> dict:
+    """Run a bench script with --smoke (and args); return the results file it wrote."""
+    written = ROOT / "bench" / "results" / result_name
+    written.unlink(missing_ok=True)  # a file left by an earlier run must not pass for this one
     done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "pipeline_sends.py"), "--smoke", "--processes", "2"],
+        [sys.executable, str(ROOT / "bench" / script), "--smoke", *args],
         cwd=ROOT,
         env={**os.environ, "LOG_LEVEL": "WARNING"},
         capture_output=True,
@@ -138,7 +134,4 @@ def test_pipeline_sends_runs_processes_side_by_side():
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    results = json.loads(written.read_text())
-    assert results["processes"] == 2
-    assert all(results["sides"][side]["per_second"] > 0 for side in ("at the sync", "one by one"))
-    assert set(results["at_sync_to_one_by_one"]) == {"per_second"}
+    return json.loads(written.read_text())

@@ -15,7 +15,7 @@ from queue_app.errors import InvalidReason, NotPermitted
 from queue_app.managers import run_together
 from queue_app.models import Decision, EffectJob, ItemEvent, ReviewItem
 from queue_app.services import claim_next, submit_decision
-from tests.conftest import make_items, shown_hash
+from tests.conftest import approve_as_shown, make_items, shown_hash
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -205,15 +205,7 @@ def test_a_decision_is_two_round_trips_and_wakes_the_workers_in_the_second(
     item = claim_next(queue=queue, reviewer=alice)
     writes = _writes(monkeypatch)
     waits = _socket_waits(monkeypatch)
-    submit_decision(
-        item_id=item.pk,
-        reviewer=alice,
-        lease_token=item.lease_token,
-        verdict="approve",
-        reason_code="verified",
-        evidence_hash=shown_hash(item),
-        queue_id=item.queue_id,  # as the console passes it: no read of the item first
-    )
+    approve_as_shown(item, alice, queue_id=item.queue_id)  # no read of the item first
     close, insert = writes
     # BEGIN, the guard, the close and the Sync; then the insert, COMMIT, the wake-up (its
     # arrival: tests/worker/test_wake_up.py), the Sync.
