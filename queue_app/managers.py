@@ -186,9 +186,11 @@ def _transaction_as_written(conn: psycopg.Connection[Any]) -> Iterator[bool]:
     autocommit while the statements are queued (its private _autocommit, which the public
     setter refuses to change mid-transaction), so the caller writes BEGIN and COMMIT itself,
     once each. Yields whether a BEGIN is needed: the transaction is psycopg's to open and not
-    yet open.
+    yet open. A connection with its own isolation level, read-only or deferrable setting keeps
+    psycopg's BEGIN, which carries them (Django sets them from OPTIONS; ours sets none).
     """
-    if not hasattr(conn, "_autocommit"):  # a later psycopg: its own BEGIN, as before
+    own_begin = (conn.isolation_level, conn.read_only, conn.deferrable) != (None, None, None)
+    if own_begin or not hasattr(conn, "_autocommit"):  # or a later psycopg: its BEGIN, as before
         yield False
         return
     saved = conn._autocommit
@@ -222,12 +224,15 @@ def run_together(
     block ends as usual. Either way a failure raises before the block exits, which then rolls
     back.
 
-    after_commit: statements to run once the transaction has committed, each in a transaction
-    of its own (the apply workers' wake-up, sql.WAKE_APPLY_WORKERS). When the COMMIT is sent
-    here they follow it in the same round trip, outside the committed transaction (after an
-    explicit COMMIT, what comes before the Sync runs in an implicit transaction of its own);
-    otherwise they run when the atomic block commits. Robust either way: the transaction has
-    committed by then, so a failure is logged, never raised.
+    after_commit: statements to run once the transaction has committed, together in a
+    transaction of their own (the apply workers' wake-up, sql.WAKE_APPLY_WORKERS); the first
+    that fails skips the rest. When the COMMIT is sent here they follow it in the same round
+    trip, outside the committed transaction (after an explicit COMMIT, what comes before the
+    Sync runs in an implicit transaction); otherwise they run when the atomic block commits.
+    Robust either way: the transaction has committed by then, so a failure is logged, never
+    raised, unless the connection itself was lost. They are never prepared: a statement
+    psycopg prepares in the round trip of a COMMIT that fails would be skipped by the server
+    but counted as prepared by psycopg, and fail on that connection from then on.
 
     The cursors bind parameters on the server. Django's own inline them into the text and
     never prepare, so the server parses and plans every statement afresh; on the claim and
@@ -238,8 +243,6 @@ def run_together(
     """
     db = connections[DEFAULT_DB_ALIAS]
     committing = commit and db.in_atomic_block and not db.savepoint_ids
-    if after_commit and not committing:
-        transaction.on_commit(partial(_run_after_commit, after_commit), robust=True)
     # What Django does before opening a cursor: the per-request health check, then connect.
     db.close_if_health_check_failed()
     db.ensure_connection()
@@ -250,7 +253,7 @@ def run_together(
     wrap = db.make_debug_cursor if db.queries_logged else db.make_cursor
     cursors = [wrap(psycopg.Cursor(conn)) for _ in steps]
     control, ending = psycopg.Cursor(conn), psycopg.Cursor(conn)
-    after = [wrap(psycopg.Cursor(conn)) for _ in after_commit] if committing else []
+    after = [wrap(psycopg.ClientCursor(conn)) for _ in after_commit] if committing else []
     try:
         with db.wrap_database_errors, _without_history_context(db):
             try:
@@ -271,9 +274,13 @@ def run_together(
                             cursor.execute(statement, params)
             except psycopg.Error:
                 # The COMMIT went through and only what followed it failed: keep the results.
-                if not (after_commit and _succeeded(ending)):
+                # A lost connection is raised all the same: nothing more can be sent on it.
+                if not (after_commit and _succeeded(ending)) or conn.broken:
                     raise
+                db.errors_occurred = True  # as wrap_database_errors would have noted
                 logger.exception("statement after commit failed (the transaction committed)")
+            if after_commit and not committing:
+                transaction.on_commit(partial(_run_after_commit, after_commit), robust=True)
             results = []
             for cursor in cursors:
                 # Column names straight from the result: building cursor.description's

@@ -14,10 +14,18 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-from django.db import connection, transaction
+from django.db import (
+    DatabaseError,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    connection,
+    transaction,
+)
 
 from queue_app import sql
 from queue_app.errors import InvalidReason
+from queue_app.managers import run_together
 from queue_app.models import Decision, EffectJob
 from queue_app.services import claim_lane_task, claim_next, confirm_check, submit_decision
 from tests.conftest import make_items, shown_hash
@@ -132,3 +140,84 @@ def test_a_wake_up_waits_for_the_outermost_commit(listener, queue, alice):
     [note] = _received(listener, timeout=10)
     assert note.channel == CHANNEL
     assert EffectJob.objects.filter(decision=decision).exists()
+
+
+def test_a_commit_that_fails_leaves_later_wake_ups_working(listener, caplog):
+    # A COMMIT can fail (a deferred foreign key is checked there), and the server then skips
+    # what follows it in the round trip. Had psycopg chosen that run to prepare the wake-up (its
+    # prepare_threshold-th), the statement would be prepared in psycopg's books only, and every
+    # later wake-up on the connection would fail.
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TEMP TABLE wake_parent (id int PRIMARY KEY)")
+        cursor.execute(
+            "CREATE TEMP TABLE wake_child"
+            " (parent_id int REFERENCES wake_parent DEFERRABLE INITIALLY DEFERRED)"
+        )
+    wake = [(sql.WAKE_APPLY_WORKERS, {})]
+
+    def write(statement: str) -> None:
+        with transaction.atomic():
+            run_together([(statement, {})], commit=True, after_commit=wake)
+
+    try:
+        with caplog.at_level(logging.ERROR, logger="queue_app"):
+            for _ in range(connection.connection.prepare_threshold or 0):
+                write("SELECT 1")
+            list(listener.notifies(timeout=2, stop_after=64))  # drain those wake-ups
+            with pytest.raises(IntegrityError):
+                write("INSERT INTO wake_child VALUES (1)")  # its COMMIT fails
+            write("INSERT INTO wake_parent VALUES (1)")
+        assert not any("after commit failed" in r.getMessage() for r in caplog.records)
+        assert len(_received(listener, timeout=10)) == 1
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TABLE wake_child, wake_parent")
+
+
+def test_outside_a_transaction_the_wake_up_follows_only_statements_that_ran(listener):
+    wake = [(sql.WAKE_APPLY_WORKERS, {})]
+    with pytest.raises(DatabaseError):
+        run_together([("SELECT 1 / 0", {})], after_commit=wake)
+    assert _received(listener, timeout=1.0) == []
+    run_together([("SELECT 1", {})], after_commit=wake)  # autocommit: at once, after it ran
+    assert len(_received(listener, timeout=10)) == 1
+
+
+def test_a_connection_lost_after_the_commit_is_reported_not_swallowed(listener, caplog):
+    # The COMMIT's answer came back; then the server ends the session (what follows it
+    # terminates its own backend). The transaction committed, and the caller hears of the lost
+    # connection instead of a logged wake-up failure on a connection nothing more can use.
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE wake_lost (id int PRIMARY KEY)")
+    try:
+        with (
+            caplog.at_level(logging.ERROR, logger="queue_app"),
+            pytest.raises((OperationalError, InterfaceError)),
+            transaction.atomic(),
+        ):
+            run_together(
+                [("INSERT INTO wake_lost VALUES (1)", {})],
+                commit=True,
+                after_commit=[("SELECT pg_terminate_backend(pg_backend_pid())", {})],
+            )
+        assert not any("after commit failed" in r.getMessage() for r in caplog.records)
+        connection.close()
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT id FROM wake_lost")
+            assert cursor.fetchall() == [(1,)]
+    finally:
+        connection.close()
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TABLE wake_lost")
+
+
+def test_a_connection_with_its_own_isolation_level_keeps_psycopgs_begin(queue, alice):
+    connection.ensure_connection()
+    conn = connection.connection
+    conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+    try:
+        with transaction.atomic():
+            [(_, [(level,)])] = run_together([("SHOW transaction_isolation", {})], commit=True)
+        assert level == "repeatable read"
+    finally:
+        conn.isolation_level = None
