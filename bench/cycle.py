@@ -128,10 +128,10 @@ def floor_worker(
 
     Round trip by round trip as claim_next and submit_decision send them: BEGIN, the guard,
     the renew, the claim and COMMIT; BEGIN, the guard and the close; the insert, COMMIT and
-    the wake-up. Parameters as the pgbench script's. The connection is in autocommit and
-    writes BEGIN and COMMIT itself, as run_together does. Each round trip's statements are
-    written at its sync, as run_together does; with write_at_sync=False, one by one as
-    psycopg writes them by itself (bench/pipeline_sends.py).
+    the wake-up. Parameters as the pgbench script's. As run_together does, the connection
+    writes BEGIN and COMMIT itself (it is in autocommit) and each round trip's statements at
+    its sync; with write_at_sync=False, one by one as psycopg writes them by itself
+    (bench/pipeline_sends.py).
     """
     from datetime import timedelta
 

@@ -156,8 +156,8 @@ def send_at_sync(pipeline: Any) -> Iterator[None]:
     With the cores saturated, 8 processes at once, 0.99x (--processes 8). Nothing measurable
     either way, then; it stays until removing it (one private psycopg method fewer) comes with
     another way for tests/test_round_trips.py to see one write per round trip. Nothing else
-    changes: the server receives the same messages in
-    the same order, runs them one after another, and stops at the first error.
+    changes: the server receives the same messages in the same order, runs them one after
+    another, and stops at the first error.
 
     The write happens in the pipeline's _communicate_gen, a private method of psycopg's that
     every statement calls; while it is replaced, psycopg only queues. If a later psycopg drops

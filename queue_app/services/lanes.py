@@ -31,7 +31,6 @@ from queue_app.managers import (
     build_instances,
     fetch_dicts,
     run_together,
-    wake_apply_workers_after_commit,
 )
 from queue_app.models import (
     ApiClient,
@@ -201,7 +200,13 @@ def _stale_message(task_id: int) -> str:
 
 
 def _finish(
-    statement: str, *, row: dict[str, Any], user: User, result: str, **params: Any
+    statement: str,
+    *,
+    row: dict[str, Any],
+    user: User,
+    result: str,
+    wake: bool = False,
+    **params: Any,
 ) -> LaneOutcome:
     values = {
         "task_id": row["id"],
@@ -217,8 +222,13 @@ def _finish(
         "evidence_changed": False,
         **params,
     }
-    # The last statement of every finish: the COMMIT travels with it (see run_together).
-    [finished] = run_together([(statement, values)], commit=True)
+    # The last statement of every finish: the COMMIT travels with it (see run_together), and
+    # with wake the apply workers' wake-up after it.
+    [finished] = run_together(
+        [(statement, values)],
+        commit=True,
+        after_commit=[(sql.WAKE_APPLY_WORKERS, {})] if wake else (),
+    )
     outcomes = build_instances(LaneOutcome, finished)
     if not outcomes:  # cannot happen under LOCK_LANE_TASK's row lock; said plainly if it does
         raise StaleLease(_stale_message(row["id"]))
@@ -276,8 +286,8 @@ def confirm_check(*, task_id: int, user: User, lease_token: uuid.UUID | str) -> 
                     user=user,
                     result=LaneResult.CONFIRMED,
                     qa_sampled=sampled,
+                    wake=True,  # CONFIRM_CHECK queued the maker's effect job
                 )
-                wake_apply_workers_after_commit()  # CONFIRM_CHECK queued the maker's effect job
     except IntegrityError as exc:
         _refuse_barred(exc)
         raise
