@@ -232,17 +232,13 @@ def process_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds_by_role(group_pid: int) -> dict[str, float]:
-    """CPU seconds (user + system) used so far by each part of a web benchmark on this machine.
+def _processes() -> Any:
+    """Yield (pid, command name, process group, CPU seconds) of every process this user sees.
 
-    "web": the process group group_pid leads (gunicorn's master and workers); "postgres": every
-    process named postgres (the server's backends, and its background workers); "load": this
-    process (the load generator's threads); "other": everything else. A process's reaped
-    children count with it (cutime, cstime), so a backend that exits between two readings
-    still counts, with its postmaster. Take two readings around a phase and subtract.
+    CPU seconds are user + system, with the process's reaped children (cutime, cstime), so a
+    backend that exits between two readings still counts, with its postmaster.
     """
     ticks = os.sysconf("SC_CLK_TCK")
-    used = {"web": 0.0, "postgres": 0.0, "load": 0.0, "other": 0.0}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -254,9 +250,25 @@ def cpu_seconds_by_role(group_pid: int) -> dict[str, float]:
         name = stat[stat.index("(") + 1 : stat.rindex(")")]
         fields = stat[stat.rindex(")") + 2 :].split()
         # Fields 14-17 of proc(5) (utime, stime, cutime, cstime), counted after the name.
-        seconds = sum(int(f) for f in fields[11:15]) / ticks
-        pgid = int(fields[2])
-        if int(entry) == os.getpid():
+        yield int(entry), name, int(fields[2]), sum(int(f) for f in fields[11:15]) / ticks
+
+
+def server_cpu_seconds() -> float:
+    """CPU seconds used so far by every process named postgres (backends and background)."""
+    return sum(seconds for _pid, name, _pgid, seconds in _processes() if name == "postgres")
+
+
+def cpu_seconds_by_role(group_pid: int) -> dict[str, float]:
+    """CPU seconds (user + system) used so far by each part of a web benchmark on this machine.
+
+    "web": the process group group_pid leads (gunicorn's master and workers); "postgres": every
+    process named postgres (the server's backends, and its background workers); "load": this
+    process (the load generator's threads); "other": everything else. Reaped children count
+    with their parent (_processes). Take two readings around a phase and subtract.
+    """
+    used = {"web": 0.0, "postgres": 0.0, "load": 0.0, "other": 0.0}
+    for pid, name, pgid, seconds in _processes():
+        if pid == os.getpid():
             role = "load"
         elif pgid == group_pid:
             role = "web"
@@ -396,13 +408,19 @@ def _after_setup(target: Callable[..., Any], arg: Any, barrier: Any, out: Any) -
     out.put(target(arg, barrier.wait))
 
 
-def start_together(target: Callable[[Any, Callable[[], Any]], Any], args: list) -> tuple:
+def start_together(
+    target: Callable[[Any, Callable[[], Any]], Any],
+    args: list,
+    *,
+    on_start: Callable[[], Any] | None = None,
+) -> tuple:
     """Run target(arg, ready) in one spawned process per arg, all starting work at once.
 
     Each process sets itself up (Django, imports, a connection), calls ready() and then works;
     ready() returns when every process is set up. Returns the start time (time.perf_counter,
     which is system-wide here) and each process's result. Without it a rate over many
     processes measures their start-up too: 32 Django set-ups take seconds of the same 2 cores.
+    on_start runs in this process as the work starts (a reading of the server's CPU, say).
     """
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(len(args) + 1)
@@ -412,6 +430,8 @@ def start_together(target: Callable[[Any, Callable[[], Any]], Any], args: list) 
         p.start()
     barrier.wait(timeout=300)
     started = time.perf_counter()
+    if on_start is not None:
+        on_start()
     results = [out.get(timeout=900) for _ in procs]
     for p in procs:
         p.join()

@@ -168,6 +168,45 @@ def main() -> None:
                 "the application cost on top of it.",
                 "",
             ]
+    if bound := load("cycle_bound"):
+        lines += [
+            "## B3's bound: the cycle as sent now, and as two function calls "
+            "(`bench/cycle_bound.py`)",
+            "",
+            f"Run of {bound['machine']['date'][:16].replace('T', ' ')} UTC. B3's three sides, "
+            "and the same "
+            "work moved into two PL/pgSQL functions built from `queue_app/sql.py` (claim; "
+            "access check, close and insert), called from psycopg alone and from pgbench. "
+            f"{bound['seconds']:g} s per run, the five sides alternating "
+            f"{bound['repetitions']} times per level; medians, CPU in ms per cycle (the "
+            "clients' processes; every postgres process).",
+            "",
+            "| processes | side | cycles/s | client CPU | server CPU |",
+            "|---:|---|---:|---:|---:|",
+        ]
+        for level, r in bound["levels"].items():
+            for side, v in r.items():
+                if side in ("ratios", "runs"):
+                    continue
+                lines.append(
+                    f"| {level} | {side} | {v['per_second']:.1f} | {v['client_cpu_ms']:.3f} | "
+                    f"{v['server_cpu_ms']:.3f} |"
+                )
+        names = list(next(iter(bound["levels"].values()))["ratios"])
+        lines += [
+            "",
+            "| processes | " + " | ".join(names) + " |",
+            "|---:|" + "---:|" * len(names),
+            *[
+                f"| {level} | " + " | ".join(str(r["ratios"][n]) for n in names) + " |"
+                for level, r in bound["levels"].items()
+            ],
+            "",
+            "Ratios are medians of each round's paired rates. The functions leave out, on both "
+            "of their sides, the evidence comparison and second-person choices the services "
+            "make in Python between close and insert, and the wake-up after the commit.",
+            "",
+        ]
     if decisions := load("decisions"):
         lines += [
             "## B7 decision throughput: sealed chain vs the global chain lock "

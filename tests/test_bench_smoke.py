@@ -30,6 +30,14 @@ EXPECTED = {
         )
         and r["peak_rss_mb"] > 0
     ),
+    # Every side ran at every level, and each side's clients and server used CPU.
+    "cycle_bound.py": lambda r: all(
+        level[side]["per_second"] > 0
+        and level[side]["client_cpu_ms"] > 0
+        and level[side]["server_cpu_ms"] > 0
+        for level in r["levels"].values()
+        for side in ("services", "floor", "pgbench", "functions floor", "functions pgbench")
+    ),
     "decisions.py": lambda r: (
         len(r["flush_levels"]) == 2
         and all(
