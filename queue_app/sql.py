@@ -812,6 +812,8 @@ DISTRIBUTED_TABLES = (
     "queue_app_effectjob",
     "queue_app_applieddecision",
     "queue_app_itemevent",
+    "queue_app_lanetask",
+    "queue_app_laneoutcome",
 )
 
 # -- deadlines, holds and the subject's history (issue 15) ---------------------------------------

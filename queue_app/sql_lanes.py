@@ -102,7 +102,7 @@ UPDATE queue_app_lanetask AS t
        lease_expires = now() + %(ttl)s,
        lease_count = t.lease_count + CASE WHEN target.renewed THEN 0 ELSE 1 END
   FROM target
- WHERE t.id = target.id AND t.state = 'open'
+ WHERE t.id = target.id AND t.queue_id = %(queue_id)s AND t.state = 'open'
    AND (CASE WHEN target.renewed
              THEN t.lease_owner_id = %(owner_id)s AND t.lease_expires > now()
              ELSE t.lease_expires IS NULL OR t.lease_expires < now() END)
@@ -115,7 +115,7 @@ RETURNING t.*, target.renewed
 RELEASE_LANE_TASK = """
 UPDATE queue_app_lanetask
    SET lease_owner_id = NULL, lease_token = NULL, lease_expires = NULL
- WHERE id = %(task_id)s AND state = 'open'
+ WHERE id = %(task_id)s AND queue_id = %(queue_id)s AND state = 'open'
    AND lease_token = %(lease_token)s AND lease_owner_id = %(owner_id)s
 RETURNING id
 """
@@ -129,7 +129,8 @@ RENEW_LANE_TASK = (
 UPDATE queue_app_lanetask AS t
    SET lease_expires = now() + q.lease_ttl
   FROM queue_app_queue AS q
- WHERE t.id = %(task_id)s AND q.id = t.queue_id AND t.state = 'open'
+ WHERE t.id = %(task_id)s AND t.queue_id = %(queue_id)s AND q.id = t.queue_id
+   AND t.state = 'open'
    AND t.lease_token = %(lease_token)s AND t.lease_owner_id = %(owner_id)s
    AND """
     + _MAY_WORK_LANE.format(kind="t.kind", queue="t.queue_id")
@@ -158,8 +159,10 @@ SELECT t.id, t.kind, t.queue_id, t.item_id, t.decision_id, t.lease_token,
   JOIN queue_app_reviewitem AS i ON i.id = t.item_id
   JOIN queue_app_decision AS d ON d.id = t.decision_id
   JOIN queue_app_queue AS q ON q.id = t.queue_id
- WHERE t.id = %(task_id)s AND t.kind = %(kind)s::text AND t.state = 'open'
+ WHERE t.id = %(task_id)s AND t.queue_id = %(queue_id)s AND t.kind = %(kind)s::text
+   AND t.state = 'open'
    AND t.lease_token = %(lease_token)s AND t.lease_owner_id = %(owner_id)s
+   AND i.queue_id = %(queue_id)s AND d.queue_id = %(queue_id)s
    FOR UPDATE OF t, i
 """
 )
@@ -171,7 +174,8 @@ _FINISH = """
 WITH done AS (
     UPDATE queue_app_lanetask
        SET state = 'done', done_at = now()
-     WHERE id = %(task_id)s AND kind = %(kind)s::text AND state = 'open'
+     WHERE id = %(task_id)s AND queue_id = %(queue_id)s AND kind = %(kind)s::text
+       AND state = 'open'
        AND lease_token = %(lease_token)s AND lease_owner_id = %(owner_id)s
  RETURNING *
 ), outcome AS (
@@ -203,7 +207,8 @@ CONFIRM_CHECK = _FINISH.format(
     SELECT decision_id, queue_id, now(), 0, now(), '', false FROM done
 ), item AS (
     UPDATE queue_app_reviewitem AS i SET state = 'decided', decided_at = now()
-      FROM done WHERE i.id = done.item_id AND i.state = 'awaiting_check'
+      FROM done
+     WHERE i.id = done.item_id AND i.queue_id = %(queue_id)s AND i.state = 'awaiting_check'
 ), qa AS (
     INSERT INTO queue_app_lanetask
            (kind, queue_id, item_id, decision_id, maker_id, state, lease_count, created_at)
@@ -227,7 +232,8 @@ RETURN_CHECK = _FINISH.format(
     UPDATE queue_app_reviewitem AS i
        SET state = 'pending', decided_at = NULL, review_round = i.review_round + 1,
            lease_count = 0
-      FROM done WHERE i.id = done.item_id AND i.state = 'awaiting_check'
+      FROM done
+     WHERE i.id = done.item_id AND i.queue_id = %(queue_id)s AND i.state = 'awaiting_check'
 ), events AS (
     INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
     SELECT item_id, 'check_returned', %(owner_id)s, now(),
@@ -274,6 +280,21 @@ FINISH_ADJUDICATION = _FINISH.format(
                               'result', %(result)s::text, 'overturn_id', %(overturn_id)s::bigint)
       FROM done
 )""",
+)
+
+# The second person's path: each statement finds its task by id *and* its queue (the console
+# passes the queue of the task it shows), and reads or writes the item and decision of that
+# queue only, so with the tables distributed by queue_id (docs/scaling.md) each stays on one
+# shard. tests/test_single_shard.py checks these with sql.HOT_PATH.
+HOT_PATH = (
+    "CLAIM_LANE_TASK",
+    "RELEASE_LANE_TASK",
+    "RENEW_LANE_TASK",
+    "LOCK_LANE_TASK",
+    "CONFIRM_CHECK",
+    "RETURN_CHECK",
+    "RECORD_QA_REVIEW",
+    "FINISH_ADJUDICATION",
 )
 
 # The console home's lanes for one user, in one statement: per queue and lane the user may

@@ -16,11 +16,16 @@ import pytest
 from pglast import ast, parse_sql
 from pglast.enums import BoolExprType
 
-from queue_app import sql
+from queue_app import sql, sql_lanes
 
-# Inserts into these are routed by the row they insert; ItemEvent has no queue column yet and
-# gains one with the move (docs/scaling.md, "Keys and constraints that change").
-INSERT_WITHOUT_QUEUE_YET = {"queue_app_itemevent"}
+# Inserts into these are routed by the row they insert; item events and lane outcomes have no
+# queue column yet and gain one with the move (docs/scaling.md, "1,000x today").
+INSERT_WITHOUT_QUEUE_YET = {"queue_app_itemevent", "queue_app_laneoutcome"}
+
+# Every statement on the two hot paths: a reviewer's (sql) and a second person's (sql_lanes).
+HOT_PATH = [(sql, name) for name in sql.HOT_PATH] + [
+    (sql_lanes, name) for name in sql_lanes.HOT_PATH
+]
 
 
 def _parse(statement: str) -> ast.Node:
@@ -110,16 +115,22 @@ def shard_problems(statement: str) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("name", sql.HOT_PATH)
-def test_every_hot_path_statement_stays_on_one_shard(name):
-    statement = getattr(sql, name)
-    assert shard_problems(statement) == []
+def _ids(entry: tuple) -> str:
+    module, name = entry
+    return f"{module.__name__.rsplit('.', 1)[-1]}.{name}"
 
 
-@pytest.mark.parametrize("name", sql.HOT_PATH)
-def test_every_hot_path_statement_touches_a_distributed_table_or_a_queue(name):
+@pytest.mark.parametrize("entry", HOT_PATH, ids=_ids)
+def test_every_hot_path_statement_stays_on_one_shard(entry):
+    module, name = entry
+    assert shard_problems(getattr(module, name)) == []
+
+
+@pytest.mark.parametrize("entry", HOT_PATH, ids=_ids)
+def test_every_hot_path_statement_touches_a_distributed_table_or_a_queue(entry):
     # A sanity check on the checker: each statement it passes does name a queue.
-    assert "%(queue_id)s" in getattr(sql, name)
+    module, name = entry
+    assert "%(queue_id)s" in getattr(module, name)
 
 
 @pytest.mark.parametrize(
@@ -130,10 +141,18 @@ def test_every_hot_path_statement_touches_a_distributed_table_or_a_queue(name):
         ("RELEASE_LEASE", "AND queue_id = %(queue_id)s "),
         ("RENEW_OWN_LIVE_LEASE", "AND i.queue_id = %(queue_id)s\n"),
         ("CLAIM_NEXT_ITEM", "AND i.queue_id = %(queue_id)s "),
+        ("RELEASE_LANE_TASK", "AND queue_id = %(queue_id)s "),
+        ("RENEW_LANE_TASK", "AND t.queue_id = %(queue_id)s "),
+        ("LOCK_LANE_TASK", "AND t.queue_id = %(queue_id)s "),
+        ("LOCK_LANE_TASK", "AND d.queue_id = %(queue_id)s"),
+        ("CLAIM_LANE_TASK", "AND t.queue_id = %(queue_id)s AND t.state = 'open'\n"),
+        ("CONFIRM_CHECK", "AND queue_id = %(queue_id)s "),
+        ("CONFIRM_CHECK", "AND i.queue_id = %(queue_id)s "),
+        ("RETURN_CHECK", "AND i.queue_id = %(queue_id)s "),
     ],
 )
 def test_it_fails_when_a_queue_predicate_is_dropped(name, predicate):
-    statement = getattr(sql, name)
+    statement = getattr(sql, name, None) or getattr(sql_lanes, name)
     assert predicate in statement
     assert shard_problems(statement.replace(predicate, "", 1)) != []
 

@@ -209,7 +209,10 @@ def lane_confirm(request: HttpRequest, task_id: int) -> HttpResponse:
         request,
         task,
         lambda: confirm_check(
-            task_id=task.pk, user=request.user, lease_token=_token(request, task)
+            task_id=task.pk,
+            queue_id=task.queue_id,
+            user=request.user,
+            lease_token=_token(request, task),
         ),
         f"Confirmed decision #{task.decision_id} on item #{task.item_id}.",
     )
@@ -225,6 +228,7 @@ def lane_return(request: HttpRequest, task_id: int) -> HttpResponse:
         task,
         lambda: return_check(
             task_id=task.pk,
+            queue_id=task.queue_id,
             user=request.user,
             lease_token=_token(request, task),
             note=request.POST.get("note", ""),
@@ -247,6 +251,7 @@ def lane_qa(request: HttpRequest, task_id: int) -> HttpResponse:
         task,
         lambda: record_qa_review(
             task_id=task.pk,
+            queue_id=task.queue_id,
             user=request.user,
             lease_token=_token(request, task),
             verdict=verdict,
@@ -272,6 +277,7 @@ def lane_adjudicate(request: HttpRequest, task_id: int) -> HttpResponse:
         task,
         lambda: adjudicate(
             task_id=task.pk,
+            queue_id=task.queue_id,
             user=request.user,
             lease_token=_token(request, task),
             uphold=choice == "uphold",
@@ -295,7 +301,10 @@ def lane_renew(request: HttpRequest, task_id: int) -> HttpResponse:
         raise
     try:
         expires = renew_lane_task(
-            task_id=task.pk, user=request.user, lease_token=_token(request, task)
+            task_id=task.pk,
+            queue_id=task.queue_id,
+            user=request.user,
+            lease_token=_token(request, task),
         )
     except NotPermitted as exc:
         if as_json:
@@ -318,7 +327,12 @@ def lane_release(request: HttpRequest, task_id: int) -> HttpResponse:
     """Give a task back to its lane."""
     task = _task_for(request, task_id)
     try:
-        release_lane_task(task_id=task.pk, user=request.user, lease_token=_token(request, task))
+        release_lane_task(
+            task_id=task.pk,
+            queue_id=task.queue_id,
+            user=request.user,
+            lease_token=_token(request, task),
+        )
     except StaleLease as exc:
         messages.error(request, exc.message)
         return redirect("lane-task", task_id=task.pk)

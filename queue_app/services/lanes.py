@@ -109,20 +109,35 @@ def claim_lane_task(*, queue: Queue, kind: str, user: User) -> LaneTask | None:
     return task
 
 
-def release_lane_task(*, task_id: int, user: User, lease_token: uuid.UUID | str) -> None:
-    """Give a task back to its lane, fenced by the token."""
-    params = {"task_id": task_id, "lease_token": parse_token(lease_token), "owner_id": user.pk}
+def release_lane_task(
+    *, task_id: int, user: User, lease_token: uuid.UUID | str, queue_id: int | None = None
+) -> None:
+    """Give a task back to its lane, fenced by the token.
+
+    queue_id, here and in every finish, is the queue of the task the caller shows (its
+    statements find the task by id and queue: sql_lanes.HOT_PATH); without it the task's is
+    read first, one primary-key read.
+    """
+    params = {
+        "task_id": task_id,
+        "queue_id": _queue_of(task_id, queue_id),
+        "lease_token": parse_token(lease_token),
+        "owner_id": user.pk,
+    }
     _, rows = _bounded_write(sql_lanes.RELEASE_LANE_TASK, params)
     if not rows:
         raise StaleLease(_stale_message(task_id))
 
 
-def renew_lane_task(*, task_id: int, user: User, lease_token: uuid.UUID | str) -> datetime:
+def renew_lane_task(
+    *, task_id: int, user: User, lease_token: uuid.UUID | str, queue_id: int | None = None
+) -> datetime:
     """Extend the user's lease of a task by its queue's lease TTL; return the new expiry."""
     if not user_lane_kinds(user=user):
         raise NotPermitted("You do not have access to this lane.")
     params = {
         "task_id": task_id,
+        "queue_id": _queue_of(task_id, queue_id),
         "lease_token": parse_token(lease_token),
         "owner_id": user.pk,
     }
@@ -130,6 +145,16 @@ def renew_lane_task(*, task_id: int, user: User, lease_token: uuid.UUID | str) -
     if not rows:
         raise StaleLease(_stale_message(task_id))
     return rows[0][0]  # RETURNING lease_expires
+
+
+def _queue_of(task_id: int, queue_id: int | None) -> int:
+    """The task's queue: the caller's, else read by the task's id (no task: a stale lease)."""
+    if queue_id is not None:
+        return queue_id
+    found = LaneTask.objects.filter(pk=task_id).values_list("queue_id", flat=True).first()
+    if found is None:
+        raise StaleLease("There is no such task.")
+    return found
 
 
 def _note(note: str) -> str:
@@ -159,7 +184,9 @@ def _timeouts() -> dict[str, str]:
     }
 
 
-def _lock(*, task_id: int, kind: str, user: User, token: uuid.UUID) -> dict[str, Any]:
+def _lock(
+    *, task_id: int, queue_id: int | None, kind: str, user: User, token: uuid.UUID
+) -> dict[str, Any]:
     """The timeouts and the locking read of the task (LOCK_LANE_TASK), in one round trip.
 
     Refuses a holder who may no longer work the lane (the statement's `allowed`): the caller's
@@ -167,6 +194,7 @@ def _lock(*, task_id: int, kind: str, user: User, token: uuid.UUID) -> dict[str,
     """
     params = {
         "task_id": task_id,
+        "queue_id": _queue_of(task_id, queue_id),
         "kind": kind,
         "lease_token": token,
         "owner_id": user.pk,
@@ -210,6 +238,7 @@ def _finish(
 ) -> LaneOutcome:
     values = {
         "task_id": row["id"],
+        "queue_id": row["queue_id"],  # the task's, as LOCK_LANE_TASK found it
         "kind": row["kind"],
         "lease_token": row["lease_token"],
         "owner_id": user.pk,
@@ -240,7 +269,9 @@ def _refuse_barred(exc: IntegrityError) -> None:
         raise NotPermitted(SELF_CHECK) from None
 
 
-def confirm_check(*, task_id: int, user: User, lease_token: uuid.UUID | str) -> LaneOutcome:
+def confirm_check(
+    *, task_id: int, user: User, lease_token: uuid.UUID | str, queue_id: int | None = None
+) -> LaneOutcome:
     """Confirm a maker's decision: outcome and effect job in one transaction.
 
     The evidence is re-verified first: if the item's evidence changed since the maker decided,
@@ -253,7 +284,9 @@ def confirm_check(*, task_id: int, user: User, lease_token: uuid.UUID | str) -> 
     changed = False
     try:
         with transaction.atomic():
-            row = _lock(task_id=task_id, kind=LaneKind.CHECK, user=user, token=token)
+            row = _lock(
+                task_id=task_id, queue_id=queue_id, kind=LaneKind.CHECK, user=user, token=token
+            )
             payload = row["payload"]
             if isinstance(payload, str):
                 payload = stored_loads(payload)
@@ -301,7 +334,12 @@ def confirm_check(*, task_id: int, user: User, lease_token: uuid.UUID | str) -> 
 
 
 def return_check(
-    *, task_id: int, user: User, lease_token: uuid.UUID | str, note: str
+    *,
+    task_id: int,
+    user: User,
+    lease_token: uuid.UUID | str,
+    note: str,
+    queue_id: int | None = None,
 ) -> LaneOutcome:
     """Return a maker's decision (a note is required): the item goes back for a new decision."""
     token = parse_token(lease_token)
@@ -312,7 +350,9 @@ def return_check(
         raise NotPermitted("You do not have access to this lane.")
     try:
         with transaction.atomic():
-            row = _lock(task_id=task_id, kind=LaneKind.CHECK, user=user, token=token)
+            row = _lock(
+                task_id=task_id, queue_id=queue_id, kind=LaneKind.CHECK, user=user, token=token
+            )
             outcome = _finish(
                 sql_lanes.RETURN_CHECK, row=row, user=user, result=LaneResult.RETURNED, note=note
             )
@@ -331,6 +371,7 @@ def record_qa_review(
     verdict: str,
     reason_code: str,
     note: str = "",
+    queue_id: int | None = None,
 ) -> LaneOutcome:
     """Record a blind QA verdict; a disagreeing verdict opens an adjudication task."""
     token = parse_token(lease_token)
@@ -341,7 +382,9 @@ def record_qa_review(
         raise NotPermitted("You do not have access to this lane.")
     try:
         with transaction.atomic():
-            row = _lock(task_id=task_id, kind=LaneKind.QA, user=user, token=token)
+            row = _lock(
+                task_id=task_id, queue_id=queue_id, kind=LaneKind.QA, user=user, token=token
+            )
             outcome = _finish(
                 sql_lanes.RECORD_QA_REVIEW,
                 row=row,
@@ -371,6 +414,7 @@ def adjudicate(
     uphold: bool,
     reason_code: str = "",
     note: str = "",
+    queue_id: int | None = None,
 ) -> LaneOutcome:
     """Settle a QA disagreement: uphold the original, or overturn it through the overturn.
 
@@ -384,7 +428,13 @@ def adjudicate(
         raise NotPermitted("Adjudication needs the permission to overturn decisions.")
     try:
         with transaction.atomic():
-            row = _lock(task_id=task_id, kind=LaneKind.ADJUDICATION, user=user, token=token)
+            row = _lock(
+                task_id=task_id,
+                queue_id=queue_id,
+                kind=LaneKind.ADJUDICATION,
+                user=user,
+                token=token,
+            )
             overturn_id = None
             if not uphold:
                 # The QA reviewer's verdict is the one that would stand. An overturn since

@@ -29,7 +29,10 @@ def test_a_check_cycle_costs_seven_statements(checked_queue, alice, carol):
     with CaptureQueriesContext(connection) as claim:
         task = claim_lane_task(queue=checked_queue, kind="check", user=carol)
     with CaptureQueriesContext(connection) as confirm:
-        confirm_check(task_id=task.pk, user=carol, lease_token=task.lease_token)
+        # The task's queue, as the console passes it (it has loaded the task to show it).
+        confirm_check(
+            task_id=task.pk, queue_id=task.queue_id, user=carol, lease_token=task.lease_token
+        )
     claimed, confirmed = _statements(claim), _statements(confirm)
     print(f"check cycle: {len(claimed)} + {len(confirmed)} statements", claimed + confirmed)
     assert len(claimed) == CLAIM_STATEMENTS
