@@ -169,7 +169,10 @@ def statements_per_cycle(queue, checker) -> dict[str, object]:
     with CaptureQueriesContext(connection) as claim:
         task = claim_lane_task(queue=queue, kind="check", user=checker)
     with CaptureQueriesContext(connection) as confirm:
-        confirm_check(task_id=task.pk, user=checker, lease_token=task.lease_token)
+        # The task's queue, as the console passes it (it has loaded the task to show it).
+        confirm_check(
+            task_id=task.pk, queue_id=task.queue_id, user=checker, lease_token=task.lease_token
+        )
     names = [" ".join(q["sql"].split()[:2]) for q in claim.captured_queries]
     names += [" ".join(q["sql"].split()[:2]) for q in confirm.captured_queries]
     return {
