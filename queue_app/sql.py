@@ -940,6 +940,18 @@ SELECT i.*, """
 """
 )
 
+# The console's Next item: the queue by its slug and whether the user may review it (what the
+# claim asks again in its own statement), in one prepared statement; no row for no such queue.
+QUEUE_BY_SLUG_WITH_ACCESS = (
+    """
+SELECT q.*, """
+    + _MAY_REVIEW.format(queue="q.id")
+    + """ AS may_review
+  FROM queue_app_queue AS q
+ WHERE q.slug = %(slug)s
+"""
+)
+
 QUEUE_OF_ITEM = """
 SELECT q.*
   FROM queue_app_queue AS q

@@ -50,6 +50,23 @@ def test_it_refuses_a_queue_i_lack_with_clear_words(outsider_client: Client, que
 
 
 @pytest.mark.django_db
+def test_who_may_press_next_is_read_when_they_press_it(
+    alice_client, alice, queue, django_user_model
+):
+    """The queue and the access come from the database in one statement per press: a grant
+    removed since sign-in refuses at once, and a superuser needs no group."""
+    make_items(queue, 2)
+    alice.groups.clear()
+    response = alice_client.post("/queues/kyc/next/")
+    assert response.status_code == 403
+    assert b"You do not have access to this queue" in response.content
+    root = django_user_model.objects.create_superuser("root", password="pw-root-123456")
+    response = login(root).post("/queues/kyc/next/")
+    assert response.status_code == 302
+    assert ReviewItem.objects.get(lease_owner=root).queue_id == queue.pk
+
+
+@pytest.mark.django_db
 def test_it_answers_404_for_an_unknown_queue(alice_client: Client, queue):
     response = alice_client.post("/queues/nope/next/")
     assert response.status_code == 404
