@@ -3,14 +3,17 @@
 What a change to the request path bought, measured in one run: each --rev is checked out into a
 temporary git worktree and served in turn by gunicorn under B8's settings (bench/web_minimal.py:
 4 workers, 16 reviewers, B4's load generator) from one scratch database, with the minimal app
-last in every round; the versions alternate, and each run also reads the machine's CPU per
+last in every round; the versions alternate, each round starting one version further along
+(with two, A B then B A), so that no version always runs first or right after the minimal app;
+and each run also reads the machine's CPU per
 cycle by where it went (bench.common.cpu_seconds_by_role). Every version runs with this
 checkout's virtualenv, so it suits commits whose dependencies and migrations match this one's.
 
     .venv/bin/python bench/web_versions.py --rev 14297f8 --rev HEAD      # ~2 min per round
     .venv/bin/python bench/web_versions.py --smoke                       # HEAD only, tiny, for CI
 
-Prints a table; writes bench/results/web_versions.json (web_versions-smoke.json for --smoke).
+Prints a table; writes bench/results/<--name>.json (default web_versions; web_versions-smoke.json
+for --smoke). --rounds sets how many rounds (default 3).
 """
 
 from __future__ import annotations
@@ -70,15 +73,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rev", action="append", help="a commit (repeatable; default HEAD)")
     parser.add_argument("--smoke", action="store_true")
+    parser.add_argument("--rounds", type=int, help="rounds of every version (default 3)")
+    parser.add_argument("--name", default="web_versions", help="the results file's name")
     args = parser.parse_args()
     args.rev = args.rev or ["HEAD"]
     users, seconds, reps, stock, workers = sizes(smoke=args.smoke, seconds=10.0)
+    reps = args.rounds or reps
     db, url = prepare(DB, smoke=args.smoke, users=users, stock=stock)
     log = Path(tempfile.mkstemp(prefix="bench-versions-", suffix=".log")[1])
     folder = Path(tempfile.mkdtemp(prefix="bench-versions-"))
     trees: dict[str, Path] = {}
     commits: dict[str, str] = {}
-    results = {"machine": machine(), "smoke": args.smoke, "users": users, "seconds": seconds}
+    results = {
+        "machine": machine(),
+        "smoke": args.smoke,
+        "users": users,
+        "seconds": seconds,
+        "rounds": reps,
+    }
     try:
         for i, rev in enumerate(args.rev):
             tree = folder / f"v{i}"
@@ -87,8 +99,9 @@ def main() -> None:
         runs: dict[str, list[tuple[float, dict[str, float]]]] = {
             name: [] for name in [*args.rev, MINIMAL]
         }
-        for _ in range(reps):
-            for name in runs:
+        for turn in range(reps):
+            first = turn % len(args.rev)
+            for name in [*args.rev[first:], *args.rev[:first], MINIMAL]:
                 tree = ROOT if name == MINIMAL else trees[name]
                 serve_from(tree)
                 app = MINIMAL_APP if name == MINIMAL else OURS
@@ -125,8 +138,7 @@ def main() -> None:
             + " / ".join(f"{r:.2f}" for r in v["ratio_to_minimal"])
             + f" | {cpu['web']} | {cpu['postgres']} |"
         )
-    name = "web_versions-smoke" if args.smoke else "web_versions"
-    print("wrote", write_results(name, results))
+    print("wrote", write_results("web_versions-smoke" if args.smoke else args.name, results))
 
 
 if __name__ == "__main__":
