@@ -258,6 +258,23 @@ def server_cpu_seconds() -> float:
     return sum(seconds for _pid, name, _pgid, seconds in _processes() if name == "postgres")
 
 
+def server_pids() -> set[int]:
+    """The ids of every process named postgres now (server processes, backends included)."""
+    return {pid for pid, name, _pgid, _seconds in _processes() if name == "postgres"}
+
+
+def wait_for_new_server_processes(before: set[int], timeout: float = 5.0) -> None:
+    """Wait until every postgres process not in `before` has exited and been reaped.
+
+    A backend's CPU moves into its postmaster's (cutime, cstime) only once the postmaster has
+    reaped it, some milliseconds after its client hung up (pgbench, a worker process): a
+    reading of server_cpu_seconds() taken before that misses the backend's whole run.
+    """
+    deadline = time.monotonic() + timeout
+    while server_pids() - before and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 def cpu_seconds_by_role(group_pid: int) -> dict[str, float]:
     """CPU seconds (user + system) used so far by each part of a web benchmark on this machine.
 

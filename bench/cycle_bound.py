@@ -43,8 +43,10 @@ from bench.common import (
     paired_ratio,
     run_pgbench,
     server_cpu_seconds,
+    server_pids,
     start_together,
     stocked_queue,
+    wait_for_new_server_processes,
     write_results,
 )
 
@@ -212,11 +214,17 @@ def _timed(arg: tuple[str, tuple], ready) -> tuple[int, float]:
 
 
 def run_side(side: str, clients: int, work: list[tuple], scripts: dict, db: str, seconds: float):
-    """Run one side once; return its rate and CPU per cycle (ms) of clients and server."""
+    """Run one side once; return its rate and CPU per cycle (ms) of clients and server.
+
+    The server's reading after the run waits for the run's backends to be reaped
+    (wait_for_new_server_processes): until then an exited backend's CPU is in neither its own
+    /proc entry nor its postmaster's.
+    """
+    running = server_pids()
     if side in scripts:
         server0, children0 = server_cpu_seconds(), _children_cpu()
         cycles = run_pgbench(clients, scripts[side], seconds, db)["per_second"] * seconds
-        server, client = server_cpu_seconds() - server0, _children_cpu() - children0
+        client = _children_cpu() - children0
     else:
         mark: list[float] = []
         _, out = start_together(
@@ -224,8 +232,10 @@ def run_side(side: str, clients: int, work: list[tuple], scripts: dict, db: str,
             [(side, w) for w in work[:clients]],
             on_start=lambda: mark.append(server_cpu_seconds()),
         )
-        server = server_cpu_seconds() - mark[0]
+        server0 = mark[0]
         cycles, client = sum(n for n, _ in out), sum(cpu for _, cpu in out)
+    wait_for_new_server_processes(running)
+    server = server_cpu_seconds() - server0
     cycles = max(cycles, 1)
     return {
         "per_second": round(cycles / seconds, 1),

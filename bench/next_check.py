@@ -239,7 +239,7 @@ def main() -> None:
     print("B9 p50 ratios:", results["b9"]["ratio_p50_big_vs_one"],
           results["b9"]["ratio_p50_big_with_history_vs_one"])  # fmt: skip
     print("statements per check cycle:", results["b9"]["statements_per_check_cycle"])
-    path = write_results("next_check_smoke" if args.smoke else "next_check", results)
+    path = write_results("next_check-smoke" if args.smoke else "next_check", results)
     print(f"wrote {path}")
 
 
