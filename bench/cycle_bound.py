@@ -53,13 +53,14 @@ from bench.common import (
 DB = "rc_bench_cycle_bound"
 EVIDENCE = "a" * 64
 SIDES = ("services", "floor", "pgbench", "functions floor", "functions pgbench")
+# The two calls, with psycopg's named parameters (pgbench's script binds them as literals).
 CLAIM_CALL = (
-    "SELECT item_id, lease_token FROM bench_claim({queue_id}, {owner_id}, '2000ms', '5000ms', "
-    "interval '600 seconds', 2147483647, interval '900 seconds')"
+    "SELECT item_id, lease_token FROM bench_claim(%(queue_id)s, %(owner_id)s, '2000ms', "
+    "'5000ms', interval '600 seconds', 2147483647, interval '900 seconds')"
 )
 DECIDE_CALL = (
-    "SELECT bench_decide({item_id}, {queue_id}, {owner_id}, {lease_token}, '2000ms', '5000ms', "
-    "{reason_code}, {evidence_hash})"
+    "SELECT bench_decide(%(item_id)s, %(queue_id)s, %(owner_id)s, %(lease_token)s, '2000ms', "
+    "'5000ms', %(reason_code)s, %(evidence_hash)s)"
 )
 
 
@@ -129,22 +130,25 @@ def functions_pgbench_script(
     *, queue_id: int, reason_code: str, first_user: int, users: int
 ) -> str:
     """The two calls as one pgbench transaction per cycle (each call its own transaction)."""
-    claim = CLAIM_CALL.format(queue_id=":queue_id", owner_id=":owner_id")
-    decide = DECIDE_CALL.format(
-        item_id=":c_item_id",
-        queue_id=":queue_id",
-        owner_id=":owner_id",
-        lease_token="(:c_lease_token)::uuid",
-        reason_code=f"'{reason_code}'",
-        evidence_hash=f"'{EVIDENCE}'",
-    )
+    values = {
+        "queue_id": ":queue_id",
+        "owner_id": ":owner_id",
+        "item_id": ":c_item_id",
+        "lease_token": "(:c_lease_token)::uuid",
+        "reason_code": f"'{reason_code}'",
+        "evidence_hash": f"'{EVIDENCE}'",
+    }
+
+    def bind(call: str) -> str:
+        return re.sub(r"%\((\w+)\)s", lambda m: values[m.group(1)], call)
+
     return "\n".join(
         [
             f"\\set queue_id {queue_id}",
             f"\\set owner_id {first_user} + (:client_id % {users})",
-            claim,
+            bind(CLAIM_CALL),
             "\\gset c_",
-            decide + ";",
+            bind(DECIDE_CALL) + ";",
             "",
         ]
     )
@@ -158,25 +162,16 @@ def functions_worker(args: tuple[int, int, float, str], ready) -> tuple[int, flo
 
     user_id, queue_id, seconds, reason_code = args
     conn = psycopg.connect(os.environ["DATABASE_URL"], prepare_threshold=0, autocommit=True)
-    claim = CLAIM_CALL.format(queue_id="%(queue_id)s", owner_id="%(owner_id)s")
-    decide = DECIDE_CALL.format(
-        item_id="%(item_id)s",
-        queue_id="%(queue_id)s",
-        owner_id="%(owner_id)s",
-        lease_token="%(lease_token)s",
-        reason_code="%(reason_code)s",
-        evidence_hash="%(evidence_hash)s",
-    )
     mine = {"queue_id": queue_id, "owner_id": user_id}
     ready()
     done = 0
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline:
-        row = conn.execute(claim, mine).fetchone()
+        row = conn.execute(CLAIM_CALL, mine).fetchone()
         if row is None:
             break
         conn.execute(
-            decide,
+            DECIDE_CALL,
             {
                 **mine,
                 "item_id": row[0],

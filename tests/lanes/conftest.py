@@ -49,6 +49,15 @@ def adjudicator(reviewers_group: Group) -> User:
     return User.objects.get(pk=user.pk)
 
 
+@pytest.fixture
+def held(checked_queue: Queue, alice: User, carol: User) -> LaneTask:
+    """A check of alice's decision, leased to carol."""
+    decide_one(checked_queue, alice)
+    task = claim_lane_task(queue=checked_queue, kind="check", user=carol)
+    assert task is not None
+    return task
+
+
 def new_item(queue: Queue, key: str, **payload: Any) -> ReviewItem:
     return create_item(
         queue=queue,

@@ -35,12 +35,9 @@ def _nothing_recorded(task: LaneTask) -> None:
 
 
 @pytest.fixture
-def check(checked_queue, alice, carol) -> LaneTask:
-    """A check of alice's decision, leased to carol."""
-    decide_one(checked_queue, alice)
-    task = claim_lane_task(queue=checked_queue, kind="check", user=carol)
-    assert task is not None
-    return task
+def check(held) -> LaneTask:
+    """A check of alice's decision, leased to carol (conftest's held)."""
+    return held
 
 
 @pytest.mark.parametrize("finish", ["confirm", "return"])

@@ -15,28 +15,17 @@ from django.test.utils import CaptureQueriesContext
 from queue_app.errors import StaleLease
 from queue_app.models import Decision, LaneOutcome, LaneTask, ReviewItem
 from queue_app.services import (
-    claim_lane_task,
     confirm_check,
     release_lane_task,
     renew_lane_task,
     return_check,
 )
 from tests.conftest import make_queue
-from tests.lanes.conftest import decide_one
 
 pytestmark = pytest.mark.django_db
 
 # The read of a task's queue by its id alone (services.lanes._queue_of), as Django writes it.
 QUEUE_LOOKUP = 'SELECT "queue_app_lanetask"."queue_id" AS "queue_id" FROM "queue_app_lanetask"'
-
-
-@pytest.fixture
-def held(checked_queue, alice, carol) -> LaneTask:
-    """A check of alice's decision, leased to carol."""
-    decide_one(checked_queue, alice)
-    task = claim_lane_task(queue=checked_queue, kind="check", user=carol)
-    assert task is not None
-    return task
 
 
 @pytest.fixture

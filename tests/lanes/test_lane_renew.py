@@ -35,15 +35,6 @@ def _backdate(task: LaneTask, seconds: int) -> None:
         )
 
 
-@pytest.fixture
-def held(checked_queue, alice, carol) -> LaneTask:
-    """A check of alice's decision, leased to carol."""
-    decide_one(checked_queue, alice)
-    task = claim_lane_task(queue=checked_queue, kind="check", user=carol)
-    assert task is not None
-    return task
-
-
 def test_renew_extends_the_holders_lease_by_the_queues_ttl(held, carol, checked_queue):
     _backdate(held, -30)  # 30 s left
     expires = renew_lane_task(task_id=held.pk, user=carol, lease_token=held.lease_token)
