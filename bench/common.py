@@ -235,8 +235,9 @@ def process_cpu_seconds(pid: int) -> float:
 def _processes() -> Any:
     """Yield (pid, command name, process group, CPU seconds) of every process this user sees.
 
-    CPU seconds are user + system, with the process's reaped children (cutime, cstime), so a
-    backend that exits between two readings still counts, with its postmaster.
+    CPU seconds are user + system, with the process's reaped children (cutime, cstime): a
+    backend that exits between two readings counts with its postmaster once reaped, not
+    before (wait_for_new_server_processes).
     """
     ticks = os.sysconf("SC_CLK_TCK")
     for entry in os.listdir("/proc"):

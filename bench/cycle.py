@@ -110,7 +110,7 @@ def pgbench_script(*, queue_id: int, reason_code: str, first_user: int, users: i
     )
 
 
-def _python_worker(args: tuple[int, int, float], ready) -> tuple[int, float]:
+def services_worker(args: tuple[int, int, float], ready) -> tuple[int, float]:
     user_id, queue_id, seconds = args
     queue, me = reviewer_process(user_id, queue_id)
     ready()
@@ -229,7 +229,7 @@ def run_python(
     if floor_reason:
         worker, args = floor_worker, [(u, queue_id, seconds, floor_reason) for u in users]
     else:
-        worker, args = _python_worker, [(u, queue_id, seconds) for u in users]
+        worker, args = services_worker, [(u, queue_id, seconds) for u in users]
     _, results = start_together(worker, args[:clients])
     cycles = sum(r[0] for r in results)
     return {

@@ -189,7 +189,7 @@ def _worker(name: str):
     from bench import cycle
 
     return {
-        "services": lambda a, ready: cycle._python_worker(a[:3], ready),
+        "services": lambda a, ready: cycle.services_worker(a[:3], ready),
         "floor": cycle.floor_worker,
         "functions floor": functions_worker,
     }[name]
