@@ -114,7 +114,7 @@ class Reviewer:
                 "lease_token": token.group(1),
                 "evidence_hash": evidence.group(1),
                 "verdict": "approve",
-                # The form posts the reason's code (templates/console/item.html).
+                # The form posts the reason's code (templates/jinja2/console/item.html).
                 "reason_code": "ok",
                 "note": "",
             },

@@ -94,18 +94,30 @@ MIDDLEWARE = [
 ROOT_URLCONF = "reviewconsole.urls"
 WSGI_APPLICATION = "reviewconsole.wsgi.application"
 
+_CONTEXT_PROCESSORS = [
+    "django.template.context_processors.request",
+    "django.contrib.auth.context_processors.auth",
+    "django.contrib.messages.context_processors.messages",
+]
+# The reviewer's pages are Jinja2 (templates/jinja2/; why: reviewconsole/jinja_env.py), the
+# admin and /ops/ Django's templates (templates/admin, templates/ops). No name is in both, so
+# each template is found by one engine only.
 TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.jinja2.Jinja2",
+        "NAME": "jinja2",
+        "DIRS": [BASE_DIR / "templates" / "jinja2"],
+        "APP_DIRS": False,
+        "OPTIONS": {
+            "environment": "reviewconsole.jinja_env.environment",
+            "context_processors": [*_CONTEXT_PROCESSORS, "reviewconsole.jinja_env.csrf_input_once"],
+        },
+    },
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
         "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
-        "OPTIONS": {
-            "context_processors": [
-                "django.template.context_processors.request",
-                "django.contrib.auth.context_processors.auth",
-                "django.contrib.messages.context_processors.messages",
-            ],
-        },
+        "OPTIONS": {"context_processors": _CONTEXT_PROCESSORS},
     },
 ]
 

@@ -18,7 +18,9 @@ from django.conf import settings as django_settings
 from django.contrib.auth.models import Group, Permission, User
 from django.db import connection, connections, transaction
 from django.db.backends.postgresql.operations import DatabaseOperations
+from django.template.backends import jinja2 as jinja2_backend
 from django.test import Client
+from django.test.signals import template_rendered
 
 from queue_app.evidence import item_evidence_hash
 from queue_app.models import Queue, ReasonCode, ReviewItem, Verdict
@@ -39,6 +41,22 @@ def _flush_past_append_only_triggers(self: DatabaseOperations, sql_list: list[st
 
 
 DatabaseOperations.execute_sql_flush = _flush_past_append_only_triggers
+
+
+_jinja2_render = jinja2_backend.Template.render
+
+
+def _jinja2_render_with_signal(self: Any, context: Any = None, request: Any = None) -> str:
+    # What Django's test setup does for its own templates (instrumented_test_render): the test
+    # client hears of each page rendered, so response.context and assertTemplateUsed work for
+    # the console's Jinja2 pages as well (the context as rendered, processors included).
+    context = {} if context is None else context
+    html = _jinja2_render(self, context, request)
+    template_rendered.send(sender=self, template=self.template, context=context)
+    return html
+
+
+jinja2_backend.Template.render = _jinja2_render_with_signal
 
 
 _force_login = Client.force_login

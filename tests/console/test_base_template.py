@@ -1,6 +1,6 @@
 """The console's own base document stays in step with the admin pages it looks like.
 
-templates/console/base.html no longer extends admin/base_site.html (four levels of extends on
+templates/jinja2/console/base.html no longer extends admin/base_site.html (four levels of extends on
 every render). These tests keep it honest: the stylesheets and scripts an admin page loads, the
 ids and classes admin's CSS and theme script style, and Django's icons all appear on a console
 page too, so a Django upgrade that changes admin/base.html fails here instead of quietly
@@ -93,7 +93,7 @@ def test_a_console_page_has_the_structure_admin_css_and_the_theme_script_style(p
 
 def test_a_console_page_extends_no_admin_template(pages):
     # Render-time cost is the point: the chain must stay one level (page -> console/base.html).
-    source = (settings.BASE_DIR / "templates/console/base.html").read_text(encoding="utf-8")
+    source = (settings.BASE_DIR / "templates/jinja2/console/base.html").read_text(encoding="utf-8")
     assert not re.search(r"\{%\s*extends", source)
     _, _, html = pages
     assert 'data-admin-utc-offset="' in html

@@ -1,0 +1,117 @@
+"""The Jinja2 environment the console's pages render with (templates/jinja2/).
+
+The reviewer's pages (the console, its sign-in pages, 403 and 503) are Jinja2 templates: a
+reviewer renders the item page on every cycle, and Django's template language spent more of
+each cycle's CPU on it than on anything else the worker did (bench/NOTES.md, B8). Jinja2
+compiles a template to Python once; Django's interprets its node tree on every render. The
+admin and /ops/ keep Django's templates: they extend Django admin's.
+
+Everything a page needs that Django's tags gave is here, under the name it had: `url` and
+`static`, Django's own filters where Jinja2's differ or are missing (so a page prints what it
+printed before), the console's filters (queue_app.templatetags.console), `_` for the admin's
+translated strings, and the admin's theme toggle. `csrf_input`, `request`, `user` and
+`messages` come from Django's Jinja2 backend and the context processors in settings.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from typing import Any, NamedTuple
+
+from django.http import HttpRequest
+from django.template import defaultfilters
+from django.template.backends.utils import csrf_input
+from django.template.loader import render_to_string
+from django.templatetags.static import static
+from django.urls import reverse
+from django.utils import dateformat, timezone, translation
+from django.utils.functional import SimpleLazyObject
+from django.utils.safestring import SafeString
+from jinja2 import ChainableUndefined, Environment
+
+from queue_app.templatetags import console
+
+
+def url(name: str, *args: Any) -> str:
+    """Reverse a URL by name, as `{% url %}` does (NoReverseMatch is an error, not "")."""
+    return reverse(name, args=args)
+
+
+def now_as(format_string: str) -> str:
+    """The current time in Django's date format, as `{% now %}` prints it."""
+    return dateformat.format(timezone.localtime(), format_string)
+
+
+class Group(NamedTuple):
+    grouper: Any
+    list: list[Any]
+
+
+def regroup(values: Any, attribute: str) -> list[Group]:
+    """Consecutive runs sharing an attribute, in the list's order, as `{% regroup %}` makes
+    them (Jinja2's groupby sorts first, which would reorder the verdicts)."""
+    return [
+        Group(key, list(run))
+        for key, run in itertools.groupby(values, key=lambda v: getattr(v, attribute))
+    ]
+
+
+@functools.cache
+def _theme_toggle(language: str | None) -> SafeString:
+    return render_to_string("admin/color_theme_toggle.html")
+
+
+def admin_theme_toggle() -> SafeString:
+    """Django admin's light/dark toggle, from admin's own template, once per language."""
+    return _theme_toggle(translation.get_language())
+
+
+def csrf_input_once(request: HttpRequest) -> dict[str, Any]:
+    """A context processor: the page's CSRF field, masked once however many forms use it.
+
+    Django's backend gives `csrf_input` as a lazy value that masks the token afresh each time
+    it is printed (32 draws from the system's random source), and the item page prints it in
+    four forms. One masked token per response is what the masking asks (BREACH); it is still
+    only made when a form prints it, so a page without a form sets no CSRF cookie.
+    """
+    return {"csrf_input": SimpleLazyObject(lambda: csrf_input(request))}
+
+
+def environment(**options: Any) -> Environment:
+    # A missing value, or an attribute of one, prints nothing and is false, as under Django's
+    # templates: the 503 page has no user, for one. With DEBUG on too (Django's backend would
+    # print "{{ name }}" in its place then).
+    options["undefined"] = ChainableUndefined
+    env = Environment(**options)  # autoescape on: Django's backend sets it unless told not to
+    env.globals.update(
+        url=url,
+        static=static,
+        now_as=now_as,
+        _=translation.gettext,
+        get_language=translation.get_language,
+        get_language_bidi=translation.get_language_bidi,
+        admin_theme_toggle=admin_theme_toggle,
+    )
+    env.filters.update(
+        # Django's, where Jinja2 has none or prints differently (filesizeformat, title,
+        # urlencode), so the pages read as they did under Django's templates.
+        capfirst=defaultfilters.capfirst,
+        date=defaultfilters.date,
+        filesizeformat=defaultfilters.filesizeformat,
+        linebreaksbr=defaultfilters.linebreaksbr,
+        pluralize=defaultfilters.pluralize,
+        timeuntil=defaultfilters.timeuntil_filter,
+        title=defaultfilters.title,
+        truncatechars=defaultfilters.truncatechars,
+        urlencode=defaultfilters.urlencode,
+        yesno=defaultfilters.yesno,
+        regroup=regroup,
+        # The console's own (also registered for Django's templates, which /ops/ uses).
+        when=console.when,
+        mmss=console.mmss,
+        amount=console.amount,
+        waited=console.waited,
+        duration=console.duration,
+    )
+    return env
