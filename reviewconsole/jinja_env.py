@@ -72,8 +72,8 @@ def csrf_input_once(request: HttpRequest) -> dict[str, Any]:
 
     Django's backend gives `csrf_input` as a lazy value that masks the token afresh each time
     it is printed (32 draws from the system's random source), and the item page prints it in
-    four forms. One masked token per response is what the masking asks (BREACH); it is still
-    only made when a form prints it, so a page without a form sets no CSRF cookie.
+    three or four forms. One masked token per response is what the masking asks (BREACH). It
+    is still only made when a form prints it, so a page without a form sets no CSRF cookie.
     """
     return {"csrf_input": SimpleLazyObject(lambda: csrf_input(request))}
 
