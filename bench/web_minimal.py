@@ -61,7 +61,8 @@ AREAS = [
     ("waiting for requests", ("selectors.py", "select.select", "epoll", "accept")),
     ("database driver (psycopg) and server round trips", ("psycopg",)),
     ("socket I/O to the client", ("socket", "recv", "send")),
-    ("templates", ("django/template", "templatetags")),
+    # Django's engine, and Jinja2's with the console's compiled pages (templates/jinja2/).
+    ("templates", ("django/template", "templatetags", "jinja2", "markupsafe", "jinja_env")),
     ("middleware and sessions", ("django/contrib/sessions", "middleware", "csp", "axes")),
     ("auth", ("django/contrib/auth",)),
     ("forms", ("django/forms", "queue_app/forms")),
