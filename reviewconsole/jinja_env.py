@@ -107,11 +107,8 @@ def environment(**options: Any) -> Environment:
         urlencode=defaultfilters.urlencode,
         yesno=defaultfilters.yesno,
         regroup=regroup,
-        # The console's own (also registered for Django's templates, which /ops/ uses).
-        when=console.when,
-        mmss=console.mmss,
-        amount=console.amount,
-        waited=console.waited,
-        duration=console.duration,
     )
+    # The console's own, as its template library registers them for Django's templates (which
+    # /ops/ uses): one list of filters for both engines.
+    env.filters.update(console.register.filters)
     return env
