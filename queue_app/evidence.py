@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from decimal import Decimal
 from typing import Any
 
 from queue_app.jsonutil import exact_dumps
@@ -50,3 +51,48 @@ def attachments_of(value: Any) -> dict[str, Any]:
     if isinstance(value, (str, bytes)):
         value = json.loads(value)
     return dict(value)
+
+
+def arrival_evidence_hash(*, subject: str, payload: Any) -> str | None:
+    """The evidence hash of a new item (no attachments yet), or None where it can't be known yet.
+
+    Computed from the values as written, it equals the hash of the row as read back only if
+    jsonb stores the payload's values exactly as they are written, so that they decode to the
+    same values (see _stored_as_written); otherwise None, and the decide hashes the row itself.
+    ReviewItem.evidence_hash says why it is kept.
+    """
+    if not _stored_as_written(payload):
+        return None
+    return evidence_hash(subject=subject, payload=payload)
+
+
+# Well inside the 4,300 digits Python reads as an int by default (3,000 bits: 904 digits).
+_INT_BITS = 3000
+
+
+def _stored_as_written(value: Any) -> bool:
+    """Whether the value reads back from jsonb (through jsonutil's exact decoding) as itself.
+
+    Strings, booleans, None and ints of a sane size do (past Python's limit on digits an int is
+    read back as a Decimal, jsonutil._parse_int). A Decimal does when it has a fractional part
+    (its text reads back as a Decimal with the same digits and exponent) and is not a negative
+    zero: an integral Decimal reads back as an int ("12", "1E+2"), and numeric has no negative
+    zero ("-0.0" reads back as 0.0). Floats and anything else: not judged, so no.
+    """
+    if value is None or isinstance(value, (str, bool)):
+        return True
+    if isinstance(value, int):
+        return value.bit_length() <= _INT_BITS
+    if isinstance(value, Decimal):
+        exponent = value.as_tuple().exponent
+        return (
+            value.is_finite()
+            and isinstance(exponent, int)
+            and exponent < 0
+            and not (value.is_zero() and value.is_signed())
+        )
+    if isinstance(value, list):
+        return all(_stored_as_written(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _stored_as_written(v) for k, v in value.items())
+    return False

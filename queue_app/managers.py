@@ -643,9 +643,59 @@ class DecisionManager(models.Manager["Decision"]):
             # INSERT_DECISION queued an effect job unless the decision waits for its check.
             after_commit=() if needs_check else [(sql.WAKE_APPLY_WORKERS, {})],
         )
+        return self._built(inserted)
+
+    def close_and_record(
+        self,
+        *,
+        item_id: int,
+        queue_id: int,
+        lease_token: UUID,
+        reviewer_id: int,
+        verdict: str,
+        reason_code: str,
+        evidence_hash: str,
+        note: str,
+        qa_draw: int | None,
+        lock_timeout_ms: int,
+        statement_timeout_ms: int,
+    ) -> Decision | None:
+        """The whole decide in one round trip with its COMMIT (sql.CLOSE_AND_RECORD_DECISION);
+        None when one of the statement's conditions did not hold, and nothing was written.
+
+        The wake-up of the apply workers follows the COMMIT whether an effect job was queued
+        or not: which it was is known only from the result, and a wake-up that finds nothing
+        costs a worker one empty claim.
+        """
+        params = {
+            "item_id": item_id,
+            "queue_id": queue_id,
+            "lease_token": lease_token,
+            "owner_id": reviewer_id,
+            "reviewer_id": reviewer_id,
+            "verdict": verdict,
+            "reason_code": reason_code,
+            "evidence_hash": evidence_hash,
+            "note": note,
+            "supersedes_id": None,
+            "corrected_verdict": None,
+            "qa_draw": qa_draw,
+            "lock_timeout": f"{lock_timeout_ms}ms",
+            "statement_timeout": f"{statement_timeout_ms}ms",
+        }
+        _, recorded = run_together(
+            [(sql.SET_LOCAL_TIMEOUTS, params), (sql.CLOSE_AND_RECORD_DECISION, params)],
+            commit=True,
+            after_commit=[(sql.WAKE_APPLY_WORKERS, {})],
+        )
+        if not recorded[1]:
+            return None
+        return self._built(recorded)
+
+    def _built(self, result: Result) -> Decision:
         from queue_app.models import ReasonCode
 
-        decision_columns, reason_columns = split_result(inserted, prefix="reason__")
+        decision_columns, reason_columns = split_result(result, prefix="reason__")
         decision = build_instances(self.model, decision_columns)[0]
         decision.reason_code = build_instances(ReasonCode, reason_columns)[0]
         return decision

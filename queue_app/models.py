@@ -385,6 +385,15 @@ class ReviewItem(models.Model):
     # How many times a checker returned the item's decision (queue_app/lanes.py): each return
     # opens a new round, and the database allows one review decision per item and round.
     review_round = models.PositiveIntegerField(default=0, db_default=0)
+    # The evidence hash (queue_app/evidence.py) of the item as it arrived, when intake can
+    # know it exactly (evidence.arrival_evidence_hash); NULL otherwise, and from the first
+    # change to the subject, payload or attachments on (a trigger clears it, migration 0024).
+    # So it is the hash of the evidence the row holds, or nothing. The one-statement decide
+    # compares the form's hash with it (sql.CLOSE_AND_RECORD_DECISION); without it the decide
+    # hashes the row in Python.
+    evidence_hash = models.CharField(  # noqa: DJ001
+        max_length=64, null=True, blank=True, editable=False
+    )
 
     objects = ReviewItemManager()
 
@@ -433,6 +442,10 @@ class ReviewItem(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=Q(state__in=[s.value for s in ItemState]), name="item_state_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(evidence_hash__isnull=True) | Q(evidence_hash__regex=r"^[0-9a-f]{64}$"),
+                name="item_evidence_hash_is_sha256",
             ),
             # A leased row names its holder, its fence and its expiry; no other row carries them.
             models.CheckConstraint(

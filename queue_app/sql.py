@@ -408,57 +408,126 @@ RETURNING i.id, i.queue_id, i.subject, i.payload, i.attachments,
 # insert trigger, and so is reviewer_username (the reviewer's username now, in this same
 # statement, whatever the writer sends: migration 0007), as is the four-eyes check of an
 # overturn; the outbox insert fires the NOTIFY that wakes the apply worker at commit.
-INSERT_DECISION = """
-WITH decision AS (
+# {source} is a CTE named src with one row, or none, of: item_id, queue_id, needs_check,
+# qa_sampled, due_at (the deadline a check carries, NULL otherwise). No row: nothing is written.
+# {returning}: more of src's columns to return.
+_RECORD_DECISION = """
+WITH {source}, decision AS (
     INSERT INTO queue_app_decision
            (item_id, queue_id, reviewer_id, verdict, reason_code_id, evidence_hash, note,
             supersedes_id, corrected_verdict, lease_token, created_at, chain_hash)
-    VALUES (%(item_id)s, %(queue_id)s, %(reviewer_id)s, %(verdict)s::text,
-            (SELECT r.id FROM queue_app_reasoncode AS r
-              WHERE r.queue_id = %(queue_id)s AND r.verdict = %(verdict)s::text
-                AND r.code = %(reason_code)s AND r.retired_at IS NULL),
-            %(evidence_hash)s, %(note)s, %(supersedes_id)s, %(corrected_verdict)s,
-            %(lease_token)s, now(), '')
+    SELECT src.item_id, src.queue_id, %(reviewer_id)s, %(verdict)s::text,
+           (SELECT r.id FROM queue_app_reasoncode AS r
+             WHERE r.queue_id = %(queue_id)s AND r.verdict = %(verdict)s::text
+               AND r.code = %(reason_code)s AND r.retired_at IS NULL),
+           %(evidence_hash)s, %(note)s, %(supersedes_id)s, %(corrected_verdict)s,
+           %(lease_token)s, now(), ''
+      FROM src
  RETURNING *
 ), job AS (
     -- A decision that needs a check gets its effect job only when a checker confirms it
     -- (sql_lanes.CONFIRM_CHECK).
     INSERT INTO queue_app_effectjob
            (decision_id, queue_id, created_at, attempts, next_attempt_at, last_error, dead)
-    SELECT id, queue_id, now(), 0, now(), '', false FROM decision WHERE NOT %(needs_check)s
+    SELECT decision.id, decision.queue_id, now(), 0, now(), '', false
+      FROM decision, src WHERE NOT src.needs_check
 ), events AS (
     INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
-    SELECT item_id, 'decided', reviewer_id, now(),
-           jsonb_build_object('decision_id', id, 'verdict', verdict,
-                              'corrected_verdict', corrected_verdict,
-                              'awaiting_check', %(needs_check)s)
-      FROM decision
-), awaiting AS (
-    -- Second-person controls: the item waits for its check (not claimable for review), and
-    -- the check (or, for a decision drawn for QA, the QA review) joins its lane. The lane
-    -- task's foreign key ties it to this decision's item, queue and maker at statement end.
-    -- A check carries its item's deadline (the claim serves the most urgent first): read from
-    -- the row this UPDATE writes, so no other read; a QA task's is NULL (the item is final).
-    UPDATE queue_app_reviewitem SET state = 'awaiting_check'
-     WHERE id = %(item_id)s AND queue_id = %(queue_id)s AND %(needs_check)s
- RETURNING due_at
+    SELECT decision.item_id, 'decided', decision.reviewer_id, now(),
+           jsonb_build_object('decision_id', decision.id, 'verdict', decision.verdict,
+                              'corrected_verdict', decision.corrected_verdict,
+                              'awaiting_check', src.needs_check)
+      FROM decision, src
 ), lane AS (
+    -- Second-person controls: the check (or, for a decision drawn for QA, the QA review)
+    -- joins its lane. The lane task's foreign key ties it to this decision's item, queue and
+    -- maker at statement end. A check carries its item's deadline (the claim serves the most
+    -- urgent first); a QA task's is NULL (the item is final).
     INSERT INTO queue_app_lanetask
            (kind, queue_id, item_id, decision_id, maker_id, state, lease_count, due_at,
             created_at)
-    SELECT CASE WHEN %(needs_check)s THEN 'check' ELSE 'qa' END,
-           queue_id, item_id, id, reviewer_id, 'open', 0, (SELECT due_at FROM awaiting), now()
-      FROM decision WHERE %(needs_check)s OR %(qa_sampled)s
+    SELECT CASE WHEN src.needs_check THEN 'check' ELSE 'qa' END,
+           decision.queue_id, decision.item_id, decision.id, decision.reviewer_id, 'open', 0,
+           src.due_at, now()
+      FROM decision, src WHERE src.needs_check OR src.qa_sampled
 )
 -- The reason code comes back with the decision (Decision.objects.insert puts it in the
 -- decision's cache): the console's "Recorded ..." message and the API's answer name it
--- without another query.
-SELECT decision.*,
+-- without another query. So do whether it awaits its check and the queue's slug.
+SELECT decision.*, src.needs_check AS awaiting_check{returning},
        r.id AS reason__id, r.queue_id AS reason__queue_id, r.verdict AS reason__verdict,
        r.code AS reason__code, r.label AS reason__label, r.retired_at AS reason__retired_at,
        r.is_default AS reason__is_default
-  FROM decision JOIN queue_app_reasoncode AS r ON r.id = decision.reason_code_id
+  FROM decision JOIN queue_app_reasoncode AS r ON r.id = decision.reason_code_id, src
 """
+
+# A decision whose checks the service made in Python, after CLOSE_ITEM (or an overturn, which
+# closes nothing). An item whose decision needs a check waits for it (not claimable for review):
+# the UPDATE reads the deadline the check will carry from the row it writes, so no other read.
+INSERT_DECISION = _RECORD_DECISION.format(
+    source="""awaiting AS (
+    UPDATE queue_app_reviewitem SET state = 'awaiting_check'
+     WHERE id = %(item_id)s AND queue_id = %(queue_id)s AND %(needs_check)s
+ RETURNING due_at
+), src AS (
+    SELECT %(item_id)s::bigint AS item_id, %(queue_id)s::bigint AS queue_id,
+           %(needs_check)s::boolean AS needs_check, %(qa_sampled)s::boolean AS qa_sampled,
+           (SELECT due_at FROM awaiting) AS due_at
+)""",
+    returning="",
+)
+
+# The whole decide in one statement, when everything it checks can be checked in SQL: the
+# fenced close of CLOSE_ITEM and the insert of INSERT_DECISION, with the service's checks as
+# conditions on the close. It closes the item, and so writes anything, only when
+# - the lease token still fences the item for this reviewer (as CLOSE_ITEM);
+# - the reviewer may still review the queue (as SET_LOCAL_TIMEOUTS_AND_CHECK_ITEM_ACCESS);
+# - the evidence hash the form carries equals the item's stored one: the hash of its evidence
+#   as it arrived, which a trigger clears when the evidence changes (migration 0024);
+# - an escalation has a queue to go to;
+# - no maker-checker policy of the queue for this verdict reads the payload: whether one
+#   applies is decided in Python (lanes.check_needed compares exact Decimals at a dotted path),
+#   so such a decision goes the two-statement way. A policy without a path applies always,
+#   and is answered here.
+# The QA draw (lanes.qa_draw, an HMAC keyed from SECRET_KEY over the item and the token, so
+# the key never leaves Python) is sent as %(qa_draw)s, NULL for verdicts never drawn; the
+# comparison is lanes.draw_samples' in exact numerics: draw * 10000 < rate * 100 * 2**64.
+# Zero rows: nothing was written, and the service runs the two-statement decide, which says
+# which condition failed (or records the decision, when only the stored hash was missing).
+# The item goes straight to its final state: one UPDATE of the row in the statement (two
+# writes of one row in one statement are not allowed). Its queue pins every table it reads or
+# writes to one shard (docs/scaling.md).
+CLOSE_AND_RECORD_DECISION = _RECORD_DECISION.format(
+    source="""src AS (
+    UPDATE queue_app_reviewitem AS i
+       SET state = CASE WHEN policy.needs_check THEN 'awaiting_check' ELSE 'decided' END,
+           decided_at = now(),
+           lease_owner_id = NULL, lease_token = NULL, lease_expires = NULL
+      FROM queue_app_queue AS q,
+           LATERAL (SELECT EXISTS (
+                SELECT 1 FROM queue_app_checkpolicy AS p
+                 WHERE p.queue_id = q.id AND p.verdict = %(verdict)s::text AND p.path = ''
+           ) AS needs_check) AS policy
+     WHERE i.id = %(item_id)s AND i.queue_id = %(queue_id)s AND i.state = 'leased'
+       AND i.lease_token = %(lease_token)s AND i.lease_owner_id = %(owner_id)s
+       AND i.evidence_hash = %(evidence_hash)s
+       AND q.id = i.queue_id
+       AND (%(verdict)s::text <> 'escalate' OR q.escalation_queue_id IS NOT NULL)
+       AND NOT EXISTS (SELECT 1 FROM queue_app_checkpolicy AS p
+                        WHERE p.queue_id = q.id AND p.verdict = %(verdict)s::text
+                          AND p.path <> '')
+       AND """
+    + _MAY_REVIEW.format(queue="%(queue_id)s")
+    + """
+ RETURNING i.id AS item_id, i.queue_id, policy.needs_check,
+           (NOT policy.needs_check
+            AND %(qa_draw)s::numeric * 10000 < q.qa_rate * 100 * 18446744073709551616)
+           IS TRUE AS qa_sampled,
+           CASE WHEN policy.needs_check THEN i.due_at END AS due_at,
+           q.slug AS queue_slug
+)""",
+    returning=", src.queue_slug",
+)
 
 # Move abandoned items (leased escalation_threshold times without a decision, and not under a
 # live lease) to their queue's escalation queue, at higher priority, lease cleared. A late
@@ -802,6 +871,7 @@ HOT_PATH = (
     "RELEASE_LEASE",
     "CLOSE_ITEM",
     "INSERT_DECISION",
+    "CLOSE_AND_RECORD_DECISION",
 )
 
 # The tables distribution by queue_id would shard (docs/scaling.md); the rest (queues, reason

@@ -198,23 +198,50 @@ def test_a_claim_is_one_write_and_one_round_trip_with_its_begin_and_commit(
     assert notices == []  # no "there is already a transaction in progress"
 
 
-def test_a_decision_is_two_round_trips_and_wakes_the_workers_in_the_second(
+def test_a_decision_is_one_round_trip_and_wakes_the_workers_in_it(
     queue, alice, monkeypatch, notices
 ):
     make_items(queue, 2)
     item = claim_next(queue=queue, reviewer=alice)
+    assert item.evidence_hash is not None  # stored at intake (evidence.arrival_evidence_hash)
     writes = _writes(monkeypatch)
     waits = _socket_waits(monkeypatch)
-    approve_as_shown(item, alice, queue_id=item.queue_id)  # no read of the item first
-    close, insert = writes
-    # BEGIN, the guard, the close and the Sync; then the insert, COMMIT, the wake-up (its
-    # arrival: tests/worker/test_wake_up.py), the Sync.
-    assert (len(close), close[0], close[-1]) == (4, b"BEGIN", b"Sync")
-    assert (len(insert), insert[1], insert[-1]) == (4, b"COMMIT", b"Sync")
-    assert len(waits) == 2
+    decision = approve_as_shown(item, alice, queue_id=item.queue_id)  # no read of the item first
+    # BEGIN, the timeouts, the close and insert, COMMIT, the wake-up (its arrival:
+    # tests/worker/test_wake_up.py) and the Sync.
+    [write] = writes
+    assert (len(write), write[0], write[-3], write[-1]) == (6, b"BEGIN", b"COMMIT", b"Sync")
+    assert len(waits) == 1
     assert notices == []
     # Nothing was left for Django's atomic block to commit, or for psycopg to begin again.
     assert connection.connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    assert _in_another_connection(
+        "SELECT i.state, d.evidence_hash FROM queue_app_decision d "
+        "JOIN queue_app_reviewitem i ON i.id = d.item_id WHERE d.id = %s",
+        [decision.pk],
+    ) == [("decided", shown_hash(item))]
+
+
+def test_without_a_stored_hash_a_decision_takes_the_two_statement_way(
+    queue, alice, monkeypatch, notices
+):
+    make_items(queue, 2)
+    item = claim_next(queue=queue, reviewer=alice)
+    ReviewItem.objects.filter(pk=item.pk).update(evidence_hash=None)
+    writes = _writes(monkeypatch)
+    waits = _socket_waits(monkeypatch)
+    decision = approve_as_shown(item, alice, queue_id=item.queue_id)
+    # The one statement wrote nothing; then BEGIN, the guard, the close and the Sync; then
+    # the insert, COMMIT, the wake-up and the Sync.
+    tried, close, insert = writes
+    assert (len(tried), tried[-3]) == (6, b"COMMIT")
+    assert (len(close), close[0], close[-1]) == (4, b"BEGIN", b"Sync")
+    assert (len(insert), insert[1], insert[-1]) == (4, b"COMMIT", b"Sync")
+    assert len(waits) == 3
+    assert notices == []
+    assert connection.connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    assert Decision.objects.get(pk=decision.pk).evidence_hash == shown_hash(item)
+    assert EffectJob.objects.filter(decision=decision).count() == 1
 
 
 def test_a_failing_statement_rolls_back_a_transaction_the_round_trip_began(queue, alice):

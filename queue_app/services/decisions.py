@@ -21,7 +21,7 @@ from queue_app.errors import (
 )
 from queue_app.evidence import attachments_of, evidence_hash, item_evidence_hash
 from queue_app.jsonutil import stored_loads
-from queue_app.lanes import check_needed, qa_sampled
+from queue_app.lanes import QA_VERDICTS, check_needed, qa_draw, qa_sampled
 from queue_app.managers import is_missing_reason
 from queue_app.models import (
     CORRECTED_VERDICTS,
@@ -85,54 +85,42 @@ def submit_decision(
         queue_id = item_queue_id(item_id=item_id)
         if queue_id is None:
             raise StaleLease()
+    timeouts = {
+        "lock_timeout_ms": settings.REVIEW_LOCK_TIMEOUT_MS,
+        "statement_timeout_ms": settings.REVIEW_STATEMENT_TIMEOUT_MS,
+    }
     try:
+        # One statement when every check can be made in SQL (sql.CLOSE_AND_RECORD_DECISION);
+        # when one does not hold it writes nothing, and the two-statement decide below runs
+        # the checks again and says which failed (or records the decision, when all that was
+        # missing was the item's stored hash).
         with transaction.atomic():
-            allowed, closed = ReviewItem.objects.guard_and_close(
+            decision = Decision.objects.close_and_record(
                 item_id=item_id,
                 queue_id=queue_id,
                 lease_token=token,
-                owner_id=reviewer.pk,
-                lock_timeout_ms=settings.REVIEW_LOCK_TIMEOUT_MS,
-                statement_timeout_ms=settings.REVIEW_STATEMENT_TIMEOUT_MS,
-            )
-            if closed is None:
-                raise StaleLease()
-            # Everything below raises inside the transaction: the close rolls back with it.
-            if not allowed:
-                raise NotPermitted("You no longer have access to this queue.")
-            actual = _evidence_hash_of_row(closed)
-            if evidence_hash != actual:
-                raise EvidenceChanged()
-            if verdict == Verdict.ESCALATE and closed["escalation_queue_id"] is None:
-                raise InvalidVerdict("This queue has no escalation queue to escalate to.")
-            # Second-person controls (queue_app/lanes.py), from what CLOSE_ITEM returned: a
-            # decision the queue's policy says needs a check waits for a checker (no effect
-            # job yet); otherwise it may be drawn for a blind QA review.
-            needs_check = check_needed(
-                policies=closed["check_policies"],
-                verdict=verdict,
-                payload=_payload_of_row(closed),
-            )
-            sampled = not needs_check and qa_sampled(
-                item_id=item_id, lease_token=token, verdict=verdict, rate_percent=closed["qa_rate"]
-            )
-            # The insert and the COMMIT travel together: one round trip, and no transaction
-            # left open while Python is scheduled.
-            decision = Decision.objects.insert(
-                item_id=item_id,
-                queue_id=closed["queue_id"],
                 reviewer_id=reviewer.pk,
                 verdict=verdict,
                 reason_code=_code(reason_code),
-                evidence_hash=actual,
+                evidence_hash=evidence_hash,
                 note=note,
-                lease_token=token,
-                needs_check=needs_check,
-                qa_sampled=sampled,
-                commit=True,
+                qa_draw=qa_draw(item_id=item_id, lease_token=token)
+                if verdict in QA_VERDICTS
+                else None,
+                **timeouts,
             )
-            # What the API reports (awaiting_check) without reading it back.
-            decision.awaiting_check = needs_check
+        if decision is None:
+            decision = _close_then_record(
+                item_id=item_id,
+                queue_id=queue_id,
+                token=token,
+                reviewer=reviewer,
+                verdict=verdict,
+                reason_code=_code(reason_code),
+                evidence_hash=evidence_hash,
+                note=note,
+                **timeouts,
+            )
     except IntegrityError as exc:
         if is_missing_reason(exc):
             raise InvalidReason() from None
@@ -147,11 +135,74 @@ def submit_decision(
         extra=log_extra(
             decision_id=decision.pk,
             item_id=item_id,
-            queue=closed["queue_slug"],
+            queue=decision.queue_slug,
             reviewer=reviewer.pk,
             verdict=verdict,
         ),
     )
+    return decision
+
+
+def _close_then_record(
+    *,
+    item_id: int,
+    queue_id: int,
+    token: uuid.UUID,
+    reviewer: User,
+    verdict: str,
+    reason_code: str,
+    evidence_hash: str,
+    note: str,
+    lock_timeout_ms: int,
+    statement_timeout_ms: int,
+) -> Decision:
+    """The decide in two round trips: the fenced close, the checks in Python, the insert."""
+    with transaction.atomic():
+        allowed, closed = ReviewItem.objects.guard_and_close(
+            item_id=item_id,
+            queue_id=queue_id,
+            lease_token=token,
+            owner_id=reviewer.pk,
+            lock_timeout_ms=lock_timeout_ms,
+            statement_timeout_ms=statement_timeout_ms,
+        )
+        if closed is None:
+            raise StaleLease()
+        # Everything below raises inside the transaction: the close rolls back with it.
+        if not allowed:
+            raise NotPermitted("You no longer have access to this queue.")
+        actual = _evidence_hash_of_row(closed)
+        if evidence_hash != actual:
+            raise EvidenceChanged()
+        if verdict == Verdict.ESCALATE and closed["escalation_queue_id"] is None:
+            raise InvalidVerdict("This queue has no escalation queue to escalate to.")
+        # Second-person controls (queue_app/lanes.py), from what CLOSE_ITEM returned: a
+        # decision the queue's policy says needs a check waits for a checker (no effect job
+        # yet); otherwise it may be drawn for a blind QA review.
+        needs_check = check_needed(
+            policies=closed["check_policies"],
+            verdict=verdict,
+            payload=_payload_of_row(closed),
+        )
+        sampled = not needs_check and qa_sampled(
+            item_id=item_id, lease_token=token, verdict=verdict, rate_percent=closed["qa_rate"]
+        )
+        # The insert and the COMMIT travel together: one round trip, and no transaction left
+        # open while Python is scheduled.
+        decision = Decision.objects.insert(
+            item_id=item_id,
+            queue_id=closed["queue_id"],
+            reviewer_id=reviewer.pk,
+            verdict=verdict,
+            reason_code=reason_code,
+            evidence_hash=actual,
+            note=note,
+            lease_token=token,
+            needs_check=needs_check,
+            qa_sampled=sampled,
+            commit=True,
+        )
+    decision.queue_slug = closed["queue_slug"]
     return decision
 
 

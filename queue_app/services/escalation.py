@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
+from queue_app.evidence import arrival_evidence_hash
 from queue_app.models import Decision, ItemEvent, ItemEventKind, Queue, ReviewItem
 from queue_app.services._common import guard_timeouts, log_extra, logger
 
@@ -56,6 +57,9 @@ def open_escalation(*, decision: Decision, target: Queue) -> tuple[ReviewItem, b
                     # The original deadline stands (issue 15): escalating buys no time.
                     due_at=origin.due_at,
                     subject_key=origin.subject_key,
+                    evidence_hash=arrival_evidence_hash(
+                        subject=origin.subject, payload=origin.payload
+                    ),
                 )
         except IntegrityError:
             existing = ReviewItem.objects.filter(escalated_by_decision=decision).first()

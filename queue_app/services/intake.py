@@ -10,7 +10,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from queue_app.errors import AlreadyDecided, IdempotencyConflict, ItemNotFound
-from queue_app.evidence import item_evidence_hash
+from queue_app.evidence import arrival_evidence_hash, item_evidence_hash
 from queue_app.models import ApiClient, ItemEvent, ItemEventKind, ItemState, Queue, ReviewItem
 from queue_app.services._common import User, database_now, guard_timeouts, log_extra, logger
 from queue_app.services.access import require_may_send_evidence
@@ -63,6 +63,7 @@ def create_item(
                     trace_id=trace_id or uuid.uuid4(),
                     due_at=deadline,
                     subject_key=subject_key or None,
+                    evidence_hash=arrival_evidence_hash(subject=subject, payload=payload),
                 )
         except IntegrityError:
             existing = (

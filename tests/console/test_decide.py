@@ -56,7 +56,7 @@ def test_it_records_the_decision_and_opens_the_next_item(alice_client: Client, a
     assert f"Recorded approve (verified) on item #{first.pk}." in page
 
 
-def test_deciding_and_opening_the_next_item_costs_fourteen_statements(
+def test_deciding_and_opening_the_next_item_costs_thirteen_statements(
     alice_client: Client, alice, queue
 ):
     first, _second = make_items(queue, 2)
@@ -67,10 +67,10 @@ def test_deciding_and_opening_the_next_item_costs_fourteen_statements(
     assert response.status_code == 302
     statements = [" ".join(q["sql"].split()) for q in ctx.captured_queries]
     # Session, user; the item read with the access rule and its queue (one round trip);
-    # BEGIN, guard, close, insert (which returns the reason code for the message), COMMIT;
-    # BEGIN, the claim's guard, renew, claim, COMMIT. No separate access check, no reason
-    # code read.
-    assert len(statements) == 14, statements
+    # BEGIN, the timeouts, the close and insert in one statement (which checks access and
+    # returns the reason code for the message), COMMIT; BEGIN, the claim's guard, renew, claim,
+    # COMMIT. No separate access check, no reason code read.
+    assert len(statements) == 13, statements
     assert not any(s.startswith('SELECT "queue_app_reasoncode"') for s in statements)
 
 
