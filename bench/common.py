@@ -369,23 +369,49 @@ def bench_queue(slug: str, *, reviewers: int) -> tuple[Any, Any, list[int]]:
 
 def load_pending(queue_id: int, n: int, *, prefix: str, payload: str = '{"amount": 12.50}') -> None:
     """Bulk-load n pending items (oldest first, one payload for all) with SQL, then VACUUM
-    ANALYZE so the planner sees them. Keys carry a random part, so loading again adds more."""
+    ANALYZE so the planner sees them. Keys carry a random part, so loading again adds more.
+
+    Each item gets its stored evidence hash, as intake gives it (ReviewItem.evidence_hash):
+    the canonical evidence differs between items only by the subject, so SQL hashes the
+    canonical text with the subject spliced in; one loaded row is checked against Python's.
+    """
     from django.db import connection
 
+    from queue_app.evidence import canonical_evidence, item_evidence_hash
+    from queue_app.jsonutil import exact_loads
+    from queue_app.models import ReviewItem
+
+    assert re.fullmatch(r"[A-Za-z0-9_-]+", prefix), "the subject is spliced in as JSON text"
+    marker = "SUBJECT-MARKER"
+    head, tail = canonical_evidence(subject=marker, payload=exact_loads(payload)).split(
+        f'"{marker}"'
+    )
     with connection.cursor() as c:
         c.execute(
             """
             INSERT INTO queue_app_reviewitem
                 (queue_id, state, priority, created_at, subject, payload, idempotency_key,
-                 source_hash, trace_id, lease_count)
-            SELECT %(queue_id)s, 'pending', 0, clock_timestamp(), %(prefix)s || ' ' || g,
-                   %(payload)s::jsonb, %(prefix)s || '-' || g || '-' || gen_random_uuid(), '',
-                   gen_random_uuid(), 0
-              FROM generate_series(1, %(n)s) AS g
+                 source_hash, trace_id, lease_count, evidence_hash)
+            SELECT %(queue_id)s, 'pending', 0, clock_timestamp(), subject, %(payload)s::jsonb,
+                   %(prefix)s || '-' || g || '-' || gen_random_uuid(), '', gen_random_uuid(), 0,
+                   encode(sha256(convert_to(%(head)s || '"' || subject || '"' || %(tail)s,
+                                            'UTF8')), 'hex')
+              FROM generate_series(1, %(n)s) AS g,
+                   LATERAL (SELECT %(prefix)s || ' ' || g AS subject) AS s
             """,
-            {"queue_id": queue_id, "n": n, "prefix": prefix, "payload": payload},
+            {
+                "queue_id": queue_id,
+                "n": n,
+                "prefix": prefix,
+                "payload": payload,
+                "head": head,
+                "tail": tail,
+            },
         )
         c.execute("VACUUM ANALYZE queue_app_reviewitem")
+    sample = ReviewItem.objects.filter(queue_id=queue_id).order_by("-id").first()
+    if sample is not None:
+        assert sample.evidence_hash == item_evidence_hash(sample), "stored hash is not the row's"
 
 
 def reviewer_process(user_id: int, queue_id: int) -> tuple[Any, Any]:

@@ -40,7 +40,8 @@ from bench.common import (
 )
 
 DB = "rc_bench_cycle"
-EVIDENCE = "a" * 64
+# A QA draw (lanes.qa_draw: the services compute one per approve), for pgbench and the floor.
+QA_DRAW = "12345678901234567890"
 # The cycle's fixed parameters, for pgbench (as SQL literals) and the floor (as values) alike.
 LOCK_TIMEOUT, STATEMENT_TIMEOUT = "2000ms", "5000ms"
 TTL_SECONDS, RELEASE_SKIP_SECONDS, MAX_LEASES = 600, 900, 2147483647
@@ -70,20 +71,20 @@ def pgbench_script(*, queue_id: int, reason_code: str, first_user: int, users: i
         "reviewer_id": ":owner_id",
         "verdict": "'approve'",
         "reason_code": f"'{reason_code}'",
-        "evidence_hash": f"'{EVIDENCE}'",
+        # The item's stored hash, from the claim's row: what the services hash from the row.
+        "evidence_hash": ":c_evidence_hash",
         "note": "''",
         "supersedes_id": "NULL",
         "corrected_verdict": "NULL",
-        "needs_check": "false",
-        "qa_sampled": "false",
+        "qa_draw": QA_DRAW,
     }
     # The round trips mirror the services'. claim_next sends BEGIN, the guard, the renew, the
-    # claim and COMMIT together (managers.run_together); submit_decision sends BEGIN, the guard
-    # and the close together, then the insert, COMMIT and the apply workers' wake-up together
-    # (the wake-up in a transaction of its own after the COMMIT). The statements are
-    # prepared (server-side binding), so pgbench runs with -M prepared. One difference:
-    # pgbench cannot read a result inside a pipeline (\gset), so its claim leaves the pipeline
-    # and its COMMIT joins the decide's first pipeline: one round trip more than the services.
+    # claim and COMMIT together (managers.run_together); submit_decision sends BEGIN, the
+    # timeouts, the close-and-insert, COMMIT and the apply workers' wake-up together (the
+    # wake-up in a transaction of its own after the COMMIT). The statements are prepared
+    # (server-side binding), so pgbench runs with -M prepared. One difference: pgbench cannot
+    # read a result inside a pipeline (\gset), so its claim leaves the pipeline and its COMMIT
+    # joins the decide's pipeline: one round trip more than the services.
     return "\n".join(
         [
             f"\\set queue_id {queue_id}",
@@ -97,11 +98,8 @@ def pgbench_script(*, queue_id: int, reason_code: str, first_user: int, users: i
             "\\startpipeline",
             "COMMIT;",
             "BEGIN;",
-            bind(sql.SET_LOCAL_TIMEOUTS_AND_CHECK_ITEM_ACCESS, lease) + ";",
-            bind(sql.CLOSE_ITEM, lease) + ";",
-            "\\endpipeline",
-            "\\startpipeline",
-            bind(sql.INSERT_DECISION, decision) + ";",
+            bind(sql.SET_LOCAL_TIMEOUTS, lease) + ";",
+            bind(sql.CLOSE_AND_RECORD_DECISION, decision) + ";",
             "COMMIT;",
             sql.WAKE_APPLY_WORKERS + ";",
             "\\endpipeline",
@@ -127,7 +125,7 @@ def floor_worker(
     """The services' statements and round trips through psycopg alone (see the docstring).
 
     Round trip by round trip as claim_next and submit_decision send them: BEGIN, the guard,
-    the renew, the claim and COMMIT; BEGIN, the guard and the close; the insert, COMMIT and
+    the renew, the claim and COMMIT; BEGIN, the timeouts, the close-and-insert, COMMIT and
     the wake-up. Parameters as the pgbench script's. As run_together does, the connection
     writes BEGIN and COMMIT itself (it is in autocommit) and each round trip's statements at
     its sync; with write_at_sync=False, one by one as psycopg writes them by itself
@@ -155,12 +153,10 @@ def floor_worker(
         "reviewer_id": user_id,
         "verdict": "approve",
         "reason_code": reason_code,
-        "evidence_hash": EVIDENCE,
         "note": "",
         "supersedes_id": None,
         "corrected_verdict": None,
-        "needs_check": False,
-        "qa_sampled": False,
+        "qa_draw": int(QA_DRAW),
     }
 
     def together(
@@ -205,17 +201,18 @@ def floor_worker(
             "item_id": row[columns.index("id")],
             "lease_token": row[columns.index("lease_token")],
         }
-        _, close = together(
-            [(sql.SET_LOCAL_TIMEOUTS_AND_CHECK_ITEM_ACCESS, lease), (sql.CLOSE_ITEM, lease)],
+        lease["evidence_hash"] = row[columns.index("evidence_hash")]
+        _, recorded = together(
+            [
+                (sql.SET_LOCAL_TIMEOUTS, lease),
+                (sql.CLOSE_AND_RECORD_DECISION, {**lease, **decision}),
+            ],
             begin=True,
-        )
-        if close.fetchone() is None:
-            raise RuntimeError("the floor's close found no lease")
-        together(
-            [(sql.INSERT_DECISION, {**lease, **decision})],
             commit=True,
             then=[sql.WAKE_APPLY_WORKERS],
         )
+        if recorded.fetchone() is None:
+            raise RuntimeError("the floor's decide found no lease")
         done += 1
     conn.close()
     return done, peak_rss_mb()

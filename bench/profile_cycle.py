@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import (
     bench_database,
     drop_database,
+    load_pending,
     machine,
     process_cpu_seconds,
     review_next,
@@ -69,7 +70,7 @@ def main() -> None:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from queue_app.models import Queue, ReasonCode, ReviewItem
+    from queue_app.models import Queue, ReasonCode
 
     try:
         group = Group.objects.create(name="Profile")
@@ -78,12 +79,7 @@ def main() -> None:
         ReasonCode.objects.create(queue=queue, verdict="approve", code="ok", label="OK")
         reviewer = User.objects.create_user("profile-reviewer")
         reviewer.groups.add(group)
-        ReviewItem.objects.bulk_create(
-            ReviewItem(
-                queue=queue, subject=f"p {i}", payload={"amount": "12.50"}, idempotency_key=f"p{i}"
-            )
-            for i in range(8 * cycles + 40)
-        )
+        load_pending(queue.pk, 8 * cycles + 40, prefix="p")  # with their stored hashes
         for _ in range(20):  # warm caches; the hot statements get prepared and planned
             _cycle(queue, reviewer)
 

@@ -189,7 +189,7 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--workers", type=int, default=None, help="gunicorn workers (4)")
     args = parser.parse_args()
-    users, seconds, stock = (2, 1.0, 300) if args.smoke else (16, 20.0, 30_000)
+    users, seconds, stock = (2, 1.0, 1_000) if args.smoke else (16, 20.0, 30_000)
     workers = args.workers or (2 if args.smoke else 4)
 
     db = bench_database(DB, smoke=args.smoke)
