@@ -9,6 +9,7 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
+from decimal import Decimal
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
@@ -679,7 +680,9 @@ class DecisionManager(models.Manager["Decision"]):
             "note": note,
             "supersedes_id": None,
             "corrected_verdict": None,
-            "qa_draw": qa_draw,
+            # As numeric whatever its size (an int over 2**63 would be, one under it bigint):
+            # one parameter type, so one prepared statement.
+            "qa_draw": None if qa_draw is None else Decimal(qa_draw),
             "lock_timeout": f"{lock_timeout_ms}ms",
             "statement_timeout": f"{statement_timeout_ms}ms",
         }

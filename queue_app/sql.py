@@ -400,14 +400,15 @@ RETURNING i.id, i.queue_id, i.subject, i.payload, i.attachments,
 """
 
 # Record a decision with its outbox row and its audit event, in the caller's transaction (the
-# same one as CLOSE_ITEM). The reason is looked up by its code among the queue's active codes
-# for this verdict (unique per queue, verdict and code); a code outside that set gives NULL,
-# which the column refuses (NOT NULL): the statement, and so the transaction, fail, and the
-# service reports an invalid reason. Failing rather than inserting nothing lets the service
-# send the COMMIT along with this statement. The chain hash and sequence are filled by the
+# same one as CLOSE_ITEM; in CLOSE_AND_RECORD_DECISION, the same statement). The reason is
+# looked up by its code among the queue's active codes for this verdict (unique per queue,
+# verdict and code); a code outside that set gives NULL, which the column refuses (NOT NULL):
+# the statement, and so the transaction, fail, and the service reports an invalid reason.
+# Failing rather than inserting nothing lets the service send the COMMIT along with this
+# statement. The chain hash and sequence are filled by the
 # insert trigger, and so is reviewer_username (the reviewer's username now, in this same
 # statement, whatever the writer sends: migration 0007), as is the four-eyes check of an
-# overturn; the outbox insert fires the NOTIFY that wakes the apply worker at commit.
+# overturn. The apply workers' wake-up follows the COMMIT (WAKE_APPLY_WORKERS, migration 0019).
 # {source} is a CTE named src with one row, or none, of: item_id, queue_id, needs_check,
 # qa_sampled, due_at (the deadline a check carries, NULL otherwise). No row: nothing is written.
 # {returning}: more of src's columns to return.
