@@ -273,11 +273,11 @@ def run_together(
                         ending.execute(b"COMMIT", prepare=False)
                         for cursor, (statement, params) in zip(after, after_commit, strict=True):
                             cursor.execute(statement, params)
-            except psycopg.Error:
+            except psycopg.Error as exc:
                 # The COMMIT went through and only what followed it failed: keep the results.
                 # A lost connection is raised all the same: nothing more can be sent on it.
                 if not (after_commit and _succeeded(ending)) or conn.broken:
-                    raise
+                    raise _statement_error(exc) from None
                 db.errors_occurred = True  # as wrap_database_errors would have noted
                 logger.exception("statement after commit failed (the transaction committed)")
             if after_commit and not committing:
@@ -296,6 +296,24 @@ def run_together(
     finally:
         for cursor in (*cursors, control, ending, *after):
             cursor.close()
+
+
+def _statement_error(exc: psycopg.Error) -> psycopg.Error:
+    """The error of the statement that failed, not the abort of those after it.
+
+    psycopg reads results while it is still sending a pipeline's statements, and reads the rest
+    once all are sent. When the failing statement's result comes back in the first loop, the
+    statements after it are reported aborted in the second, from a finally block: psycopg then
+    raises "pipeline aborted" in place of the statement's own error, which Python keeps as the
+    abort's context. Which loop reads it is a matter of timing (many statements after the
+    failing one make the first all but certain: tests/test_round_trips.py), and callers tell
+    failures apart by the statement's error (an unknown reason code is a not-null violation).
+    """
+    while isinstance(exc, psycopg.errors.PipelineAborted) and isinstance(
+        exc.__context__, psycopg.Error
+    ):
+        exc = exc.__context__
+    return exc
 
 
 def _succeeded(cursor: psycopg.Cursor[Any]) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import psycopg
 import pytest
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, DataError, connection, transaction
 
 from queue_app.errors import InvalidReason, NotPermitted
 from queue_app.managers import run_together
@@ -266,3 +266,15 @@ def test_statements_inside_a_savepoint_are_not_committed_by_the_round_trip(queue
         assert _in_another_connection("SELECT priority FROM queue_app_reviewitem", []) == [(0,)]
         raise RuntimeError("the outer block rolls back")
     assert list(ReviewItem.objects.values_list("priority", flat=True)) == [0]
+
+
+@pytest.mark.parametrize("after", [0, 1, 400])
+def test_a_failing_statement_raises_its_own_error_however_many_follow_it(after):
+    # psycopg reads results while it is still sending the round trip's statements. When the
+    # failing one's result comes back in that loop and the aborts of those after it come later,
+    # psycopg raises the aborts ("pipeline aborted") in place of the statement's own error
+    # (which is how an invalid reason code was once reported as an OperationalError). Many
+    # statements after the failing one make that order all but certain.
+    with pytest.raises(DataError, match="division by zero"), transaction.atomic():
+        run_together([("SELECT 1 / 0", {}), *[("SELECT 1", {})] * after], commit=True)
+    assert connection.connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
