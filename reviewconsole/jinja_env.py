@@ -19,12 +19,14 @@ import functools
 import itertools
 from typing import Any, NamedTuple
 
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 from django.http import HttpRequest
 from django.template import defaultfilters
 from django.template.backends.utils import csrf_input
 from django.template.loader import render_to_string
 from django.templatetags.static import static
-from django.urls import reverse
+from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils import dateformat, timezone, translation
 from django.utils.functional import SimpleLazyObject
 from django.utils.safestring import SafeString
@@ -32,10 +34,43 @@ from jinja2 import ChainableUndefined, Environment
 
 from queue_app.templatetags import console
 
+# What a page prints for `url` and `static`, remembered per process. Both are the same for the
+# same arguments while the URLconf, the script prefix (SCRIPT_NAME) and the static settings
+# are: an item page printed eight URLs and ten static paths, and working them out again on
+# every render cost about 6% of a reviewer cycle's worker CPU (bench/NOTES.md, B8). The keys
+# hold the per-request URLconf and script prefix; a change to the settings they read (tests
+# override them) empties both.
+_PAGE_ADDRESSES = 4096
+
+
+@functools.lru_cache(maxsize=_PAGE_ADDRESSES)
+def _reversed(name: str, args: tuple[Any, ...], urlconf: str | None, prefix: str) -> str:
+    return reverse(name, args=args, urlconf=urlconf)
+
 
 def url(name: str, *args: Any) -> str:
     """Reverse a URL by name, as `{% url %}` does (NoReverseMatch is an error, not "")."""
-    return reverse(name, args=args)
+    try:
+        return _reversed(name, args, get_urlconf(), get_script_prefix())
+    except TypeError:  # an argument that cannot be a key (none of ours): as Django would
+        return reverse(name, args=args)
+
+
+@functools.lru_cache(maxsize=_PAGE_ADDRESSES)
+def _static(path: str, prefix: str) -> str:
+    return static(path)
+
+
+def static_url(path: str) -> str:
+    """A static file's URL, as `{% static %}` gives it."""
+    return _static(path, get_script_prefix())
+
+
+@receiver(setting_changed)
+def _forget_addresses(*, setting: str, **kwargs: Any) -> None:
+    if setting in {"ROOT_URLCONF", "FORCE_SCRIPT_NAME", "STATIC_URL", "STORAGES", "DEBUG"}:
+        _reversed.cache_clear()
+        _static.cache_clear()
 
 
 def now_as(format_string: str) -> str:
@@ -86,7 +121,7 @@ def environment(**options: Any) -> Environment:
     env = Environment(**options)  # autoescape on: Django's backend sets it unless told not to
     env.globals.update(
         url=url,
-        static=static,
+        static=static_url,
         now_as=now_as,
         _=translation.gettext,
         get_language=translation.get_language,

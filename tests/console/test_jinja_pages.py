@@ -11,10 +11,12 @@ from types import SimpleNamespace
 
 import pytest
 from django.template.loader import get_template, render_to_string
-from django.test import Client
+from django.templatetags.static import static
+from django.test import Client, override_settings
+from django.urls import reverse, set_script_prefix
 
 from queue_app.services import claim_next
-from reviewconsole.jinja_env import regroup
+from reviewconsole.jinja_env import regroup, static_url, url
 from tests.conftest import make_items
 
 pytestmark = pytest.mark.django_db
@@ -78,3 +80,23 @@ def test_file_sizes_read_as_djangos_filesizeformat_prints_them():
     )
     html = template.render({"attachments": [card], "queue": SimpleNamespace(sensitive=False)})
     assert "1.5\xa0KB" in html
+
+
+def test_remembered_urls_and_static_paths_follow_the_script_prefix_and_the_settings():
+    # url and static remember what they printed; the script prefix (an app served under a
+    # path, SCRIPT_NAME) and the settings they read are part of what they remember it by.
+    assert url("item", 7) == reverse("item", args=[7]) == "/items/7/"
+    assert static_url("console/console.css") == static("console/console.css")
+    try:
+        set_script_prefix("/review/")
+        assert url("item", 7) == "/review/items/7/"
+        assert static_url("console/console.css") == static("console/console.css")
+    finally:
+        set_script_prefix("/")
+    assert url("item", 7) == "/items/7/"
+    with override_settings(STATIC_URL="/assets/"):
+        assert static_url("console/console.css").startswith("/assets/")
+    assert static_url("console/console.css") == static("console/console.css")
+    with override_settings(ROOT_URLCONF="tests.console.moved_urls"):
+        assert url("item", 7) == "/moved/items/7/"
+    assert url("item", 7) == "/items/7/"
