@@ -283,19 +283,35 @@ def run_together(
             if after_commit and not committing:
                 transaction.on_commit(partial(_run_after_commit, after_commit), robust=True)
             results = []
-            for cursor in cursors:
-                # Column names straight from the result: building cursor.description's
-                # column objects cost more client CPU than the rest of the round trip.
+            for cursor, (statement, _) in zip(cursors, steps, strict=True):
                 res = cursor.pgresult
                 if not res.nfields:
                     results.append(((), []))
                     continue
-                names = tuple(res.fname(i).decode() for i in range(res.nfields))
-                results.append((names, cursor.fetchall()))
+                results.append((_column_names(statement, res), cursor.fetchall()))
             return results
     finally:
         for cursor in (*cursors, control, ending, *after):
             cursor.close()
+
+
+# A statement's column names, by its text and its number of columns. Read straight from the
+# result: building cursor.description's column objects cost more client CPU than the rest of a
+# round trip. And remembered: the same statement returns the same columns every time, and
+# decoding them again was about 250 calls a reviewer cycle (bench/NOTES.md, B8). The statements
+# are queue_app.sql's constants; the bound only guards against a caller that builds its text.
+_COLUMN_NAMES: dict[tuple[str, int], tuple[str, ...]] = {}
+_COLUMN_NAMES_KEPT = 1024
+
+
+def _column_names(statement: str, res: psycopg.pq.abc.PGresult) -> tuple[str, ...]:
+    key = (statement, res.nfields)
+    names = _COLUMN_NAMES.get(key)
+    if names is None:
+        names = tuple(res.fname(i).decode() for i in range(res.nfields))
+        if len(_COLUMN_NAMES) < _COLUMN_NAMES_KEPT:
+            _COLUMN_NAMES[key] = names
+    return names
 
 
 def _statement_error(exc: psycopg.Error) -> psycopg.Error:
@@ -360,8 +376,7 @@ def _prepared_result(statement: str, params: dict[str, Any]) -> Result:
             res = cursor.cursor.pgresult
             if res is None or not res.nfields:
                 return (), []
-            names = tuple(res.fname(i).decode() for i in range(res.nfields))
-            return names, cursor.fetchall()
+            return _column_names(statement, res), cursor.fetchall()
     finally:
         cursor.close()
 

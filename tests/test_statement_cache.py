@@ -7,6 +7,7 @@ its default, and re-parsing it on every Next item cost a tenth of the cycle's cl
 
 from __future__ import annotations
 
+from django.db import connection
 from psycopg import _queries
 
 from queue_app import managers, sql, sql_lanes
@@ -58,3 +59,16 @@ def test_a_second_claim_reuses_the_parse_of_the_first(queue, alice, bob):
     assert calls_uncached == []  # nothing parsed outside the cache
     assert after.hits > before.hits
     assert after.misses == before.misses  # every statement of the claim was already parsed
+
+
+def test_column_names_are_remembered_by_statement_and_column_count(db):
+    statement = "SELECT * FROM pg_temp.widened"
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TEMPORARY TABLE widened (a int)")
+        cursor.execute("INSERT INTO widened VALUES (1)")
+    assert managers.fetch_prepared(statement, {}) == [{"a": 1}]
+    assert (statement, 1) in managers._COLUMN_NAMES
+    # The same text with another shape (a column added since) is read afresh, not misnamed.
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE widened ADD COLUMN b text DEFAULT 'x'")
+    assert managers.run_together([(statement, {})]) == [(("a", "b"), [(1, "x")])]
