@@ -1,0 +1,100 @@
+"""Stored evidence hashes for open items that arrived without one (manage.py
+backfill_evidence_hashes).
+
+ReviewItem.evidence_hash lets a decide be one statement (sql.CLOSE_AND_RECORD_DECISION). Items
+that came in before migration 0024, or whose payload jsonb does not store exactly as written
+(an integral Decimal, a negative zero: evidence.arrival_evidence_hash), have none and decide in
+two statements, hashing the row in Python. Here each such open item gets the hash of its row as
+it is stored: the hash the item page puts in the form and the two-statement decide computes.
+
+Nothing is locked while hashing. The write compares the subject, payload and attachments with
+the text that was hashed and skips any row that changed in between (or gained a hash, or was
+decided); a change after it clears the hash again (the trigger of migration 0024). Each batch
+commits on its own, so a run can be stopped and run again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection, transaction
+
+from queue_app.evidence import attachments_of, evidence_hash
+from queue_app.jsonutil import stored_loads
+
+# The states a decision can still be made in: the ones a stored hash can serve.
+_OPEN = "('pending', 'leased', 'held')"
+
+UNHASHED_OPEN_ITEMS = f"""
+SELECT id, subject, payload::text AS payload, attachments::text AS attachments
+  FROM queue_app_reviewitem
+ WHERE id > %(after)s AND evidence_hash IS NULL AND state IN {_OPEN}
+ ORDER BY id
+ LIMIT %(batch)s
+"""
+
+STORE_EVIDENCE_HASHES = f"""
+UPDATE queue_app_reviewitem AS i
+   SET evidence_hash = u.hash
+  FROM unnest(%(ids)s::bigint[], %(hashes)s::text[], %(subjects)s::text[],
+              %(payloads)s::text[], %(attachments)s::text[])
+       AS u(id, hash, subject, payload, attachments)
+ WHERE i.id = u.id
+   AND i.evidence_hash IS NULL
+   AND i.state IN {_OPEN}
+   AND i.subject = u.subject
+   AND i.payload::text = u.payload
+   AND i.attachments::text = u.attachments
+"""
+
+
+@dataclass
+class Batch:
+    read: int
+    stored: int
+    last_id: int
+
+
+def row_evidence_hash(row: dict[str, Any]) -> str:
+    """The evidence hash of a row read as text: what the item page and the decide compute."""
+    return evidence_hash(
+        subject=row["subject"],
+        payload=stored_loads(row["payload"]),
+        attachments=attachments_of(row["attachments"]),
+    )
+
+
+def read_unhashed(*, after: int, batch: int) -> list[dict[str, Any]]:
+    with connection.cursor() as cursor:
+        cursor.execute(UNHASHED_OPEN_ITEMS, {"after": after, "batch": batch})
+        names = [col.name for col in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def store_hashes(rows: list[dict[str, Any]]) -> int:
+    """Store each row's hash where the row still holds what was hashed; how many were stored."""
+    if not rows:
+        return 0
+    params = {
+        "ids": [row["id"] for row in rows],
+        "hashes": [row_evidence_hash(row) for row in rows],
+        "subjects": [row["subject"] for row in rows],
+        "payloads": [row["payload"] for row in rows],
+        "attachments": [row["attachments"] for row in rows],
+    }
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(STORE_EVIDENCE_HASHES, params)
+        return cursor.rowcount
+
+
+def backfill_evidence_hashes(*, batch: int = 500, dry_run: bool = False) -> Iterator[Batch]:
+    """Hash the open items without a stored hash, a batch at a time, in id order."""
+    if batch < 1:
+        raise ValueError("batch must be at least 1")
+    after = 0
+    while rows := read_unhashed(after=after, batch=batch):
+        after = rows[-1]["id"]
+        stored = 0 if dry_run else store_hashes(rows)
+        yield Batch(read=len(rows), stored=stored, last_id=after)
