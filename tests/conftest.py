@@ -23,8 +23,9 @@ from django.test import Client
 from django.test.signals import template_rendered
 
 from queue_app.evidence import item_evidence_hash
-from queue_app.models import Queue, ReasonCode, ReviewItem, Verdict
+from queue_app.models import Decision, Queue, ReasonCode, ReviewItem, Verdict
 from queue_app.services import create_item, submit_decision
+from queue_app.services import decisions as decisions_service
 
 # Launches the Chromium `make test` chose (REVIEW_BROWSER); errors loudly when there is none.
 from tests.browser import browser_type_launch_args  # noqa: F401
@@ -188,6 +189,21 @@ def approve_as_shown(item: ReviewItem, reviewer: User, *, queue_id: int | None =
         evidence_hash=shown_hash(item),
         queue_id=queue_id,
     )
+
+
+@pytest.fixture
+def two_statement_calls(monkeypatch) -> list[int]:
+    """The items whose decide went the two-statement way (services.decisions._close_then_record),
+    not the one statement (sql.CLOSE_AND_RECORD_DECISION)."""
+    calls: list[int] = []
+    original = decisions_service._close_then_record
+
+    def counted(**kwargs: Any) -> Decision:
+        calls.append(kwargs["item_id"])
+        return original(**kwargs)
+
+    monkeypatch.setattr(decisions_service, "_close_then_record", counted)
+    return calls
 
 
 @pytest.fixture

@@ -9,17 +9,15 @@ from __future__ import annotations
 
 from decimal import Decimal
 from io import StringIO
-from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from queue_app.evidence import item_evidence_hash
 from queue_app.models import Decision, ReviewItem
-from queue_app.services import claim_next, create_item, submit_decision
-from queue_app.services import decisions as decisions_service
+from queue_app.services import claim_next, create_item
 from queue_app.services.evidence_backfill import read_unhashed, store_hashes
-from tests.conftest import shown_hash
+from tests.conftest import approve_as_shown
 
 PAYLOADS = [
     {"amount": Decimal("12.50"), "s": "ü €"},
@@ -30,19 +28,6 @@ PAYLOADS = [
     {"float": 1e16},
     {"nested": [{"x": Decimal("1.0E-7")}, [Decimal("-1.5"), 0]], "big": 10**50},
 ]
-
-
-@pytest.fixture
-def two_statement_calls(monkeypatch) -> list[int]:
-    calls: list[int] = []
-    original = decisions_service._close_then_record
-
-    def counted(**kwargs: Any) -> Decision:
-        calls.append(kwargs["item_id"])
-        return original(**kwargs)
-
-    monkeypatch.setattr(decisions_service, "_close_then_record", counted)
-    return calls
 
 
 def _items(queue, payloads) -> list[ReviewItem]:
@@ -73,16 +58,7 @@ def test_open_items_get_the_hash_of_their_row_and_then_decide_in_one_statement(
     for item in ReviewItem.objects.filter(pk__in=[i.pk for i in items]):
         assert item.evidence_hash == item_evidence_hash(item)
     for _ in items:
-        leased = claim_next(queue=queue, reviewer=alice)
-        submit_decision(
-            item_id=leased.pk,
-            reviewer=alice,
-            lease_token=leased.lease_token,
-            verdict="approve",
-            reason_code="verified",
-            evidence_hash=shown_hash(leased),
-            queue_id=queue.pk,
-        )
+        approve_as_shown(claim_next(queue=queue, reviewer=alice), alice, queue_id=queue.pk)
     assert two_statement_calls == []
     assert Decision.objects.count() == len(items)
 
@@ -91,15 +67,7 @@ def test_decided_items_and_stored_hashes_are_left_alone(queue, alice):
     decided, kept, open_ = _items(queue, PAYLOADS[:3])
     leased = claim_next(queue=queue, reviewer=alice)
     assert leased.pk == decided.pk
-    submit_decision(
-        item_id=decided.pk,
-        reviewer=alice,
-        lease_token=leased.lease_token,
-        verdict="approve",
-        reason_code="verified",
-        evidence_hash=shown_hash(leased),
-        queue_id=queue.pk,
-    )
+    approve_as_shown(leased, alice, queue_id=queue.pk)
     ReviewItem.objects.filter(pk=kept.pk).update(evidence_hash="0" * 64)
     assert "Stored the evidence hash of 1 open items." in _backfill()
     hashes = dict(ReviewItem.objects.values_list("pk", "evidence_hash"))

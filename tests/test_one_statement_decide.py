@@ -21,22 +21,7 @@ from queue_app.lanes import qa_sampled
 from queue_app.lanes_models import CheckPolicy
 from queue_app.models import Decision, EffectJob, ItemEvent, LaneTask, ReviewItem
 from queue_app.services import claim_next, create_item, replace_evidence, submit_decision
-from queue_app.services import decisions as decisions_service
 from tests.conftest import make_items, shown_hash
-
-
-@pytest.fixture
-def two_statement_calls(monkeypatch) -> list[int]:
-    """Count the decides that went the two-statement way."""
-    calls: list[int] = []
-    original = decisions_service._close_then_record
-
-    def counted(**kwargs: Any) -> Decision:
-        calls.append(kwargs["item_id"])
-        return original(**kwargs)
-
-    monkeypatch.setattr(decisions_service, "_close_then_record", counted)
-    return calls
 
 
 def _decide(queue, reviewer, *, verdict="approve", reason="verified", stored=True, **payload):
