@@ -36,8 +36,8 @@ from queue_app.templatetags import console
 
 # What a page prints for `url` and `static`, remembered per process. Both are the same for the
 # same arguments while the URLconf, the script prefix (SCRIPT_NAME) and the static settings
-# are: an item page printed eight URLs and ten static paths, and working them out again on
-# every render cost about 6% of a reviewer cycle's worker CPU (bench/NOTES.md, B8). The keys
+# are: an item page prints eight URLs and ten static paths, and working them out again on
+# every render cost about 2% of a reviewer cycle's CPU (bench/NOTES.md, B8). The keys
 # hold the per-request URLconf and script prefix; a change to the settings they read (tests
 # override them) empties both.
 _PAGE_ADDRESSES = 4096
@@ -50,10 +50,7 @@ def _reversed(name: str, args: tuple[Any, ...], urlconf: str | None, prefix: str
 
 def url(name: str, *args: Any) -> str:
     """Reverse a URL by name, as `{% url %}` does (NoReverseMatch is an error, not "")."""
-    try:
-        return _reversed(name, args, get_urlconf(), get_script_prefix())
-    except TypeError:  # an argument that cannot be a key (none of ours): as Django would
-        return reverse(name, args=args)
+    return _reversed(name, args, get_urlconf(), get_script_prefix())
 
 
 @functools.lru_cache(maxsize=_PAGE_ADDRESSES)
