@@ -18,7 +18,7 @@ import json
 from decimal import Decimal
 from typing import Any
 
-from queue_app.jsonutil import exact_dumps
+from queue_app.jsonutil import exact_dumps, stored_loads
 
 
 def canonical_evidence(
@@ -41,6 +41,21 @@ def item_evidence_hash(item: Any) -> str:
     """Return the evidence hash of an item (a ReviewItem) as loaded."""
     return evidence_hash(
         subject=item.subject, payload=item.payload, attachments=attachments_of(item.attachments)
+    )
+
+
+def row_payload(value: Any) -> Any:
+    """The payload column as the model reads it, from a raw row (jsonb text) or already decoded."""
+    return stored_loads(value) if isinstance(value, str) else value
+
+
+def row_evidence_hash(row: dict[str, Any]) -> str:
+    """The evidence hash of a raw row (subject, payload, attachments) as stored: what the item
+    page shows for the same row, the two-statement decide compares and the backfill stores."""
+    return evidence_hash(
+        subject=row["subject"],
+        payload=row_payload(row["payload"]),
+        attachments=attachments_of(row["attachments"]),
     )
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -19,8 +18,7 @@ from queue_app.errors import (
     NotPermitted,
     StaleLease,
 )
-from queue_app.evidence import attachments_of, evidence_hash, item_evidence_hash
-from queue_app.jsonutil import stored_loads
+from queue_app.evidence import item_evidence_hash, row_evidence_hash, row_payload
 from queue_app.lanes import QA_VERDICTS, check_needed, qa_draw, qa_sampled
 from queue_app.managers import is_missing_reason
 from queue_app.models import (
@@ -171,7 +169,7 @@ def _close_then_record(
         # Everything below raises inside the transaction: the close rolls back with it.
         if not allowed:
             raise NotPermitted("You no longer have access to this queue.")
-        actual = _evidence_hash_of_row(closed)
+        actual = row_evidence_hash(closed)
         if evidence_hash != actual:
             raise EvidenceChanged()
         if verdict == Verdict.ESCALATE and closed["escalation_queue_id"] is None:
@@ -182,7 +180,7 @@ def _close_then_record(
         needs_check = check_needed(
             policies=closed["check_policies"],
             verdict=verdict,
-            payload=_payload_of_row(closed),
+            payload=row_payload(closed["payload"]),
         )
         sampled = not needs_check and qa_sampled(
             item_id=item_id, lease_token=token, verdict=verdict, rate_percent=closed["qa_rate"]
@@ -204,19 +202,6 @@ def _close_then_record(
         )
     decision.queue_slug = closed["queue_slug"]
     return decision
-
-
-def _payload_of_row(row: dict[str, Any]) -> Any:
-    payload = row["payload"]
-    return stored_loads(payload) if isinstance(payload, str) else payload
-
-
-def _evidence_hash_of_row(row: dict[str, Any]) -> str:
-    return evidence_hash(
-        subject=row["subject"],
-        payload=_payload_of_row(row),
-        attachments=attachments_of(row["attachments"]),
-    )
 
 
 def standing_decision(*, item: ReviewItem | int) -> Decision | None:

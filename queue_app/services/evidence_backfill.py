@@ -21,8 +21,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from queue_app.evidence import attachments_of, evidence_hash
-from queue_app.jsonutil import stored_loads
+from queue_app.evidence import row_evidence_hash
 
 # The states a decision can still be made in: the ones a stored hash can serve.
 _OPEN = "('pending', 'leased', 'held')"
@@ -55,15 +54,6 @@ class Batch:
     read: int
     stored: int
     last_id: int
-
-
-def row_evidence_hash(row: dict[str, Any]) -> str:
-    """The evidence hash of a row read as text: what the item page and the decide compute."""
-    return evidence_hash(
-        subject=row["subject"],
-        payload=stored_loads(row["payload"]),
-        attachments=attachments_of(row["attachments"]),
-    )
 
 
 def read_unhashed(*, after: int, batch: int) -> list[dict[str, Any]]:
