@@ -142,6 +142,13 @@ DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 # connection unused for longer than this; one used more recently is judged by its socket
 # (reviewconsole/postgresql/base.py). 0 asks the server before every request, as Django does.
 DB_HEALTH_CHECK_AFTER_SECONDS = env.float("DB_HEALTH_CHECK_AFTER_SECONDS", default=1.0)
+# The long-running processes (web workers, the apply worker) freeze what they loaded at start-up
+# out of the cycle collector's reach and collect young objects every this many allocations
+# (reviewconsole/gc_tuning.py); 0 keeps Python's own collector settings.
+try:
+    GC_GEN0_THRESHOLD = env.int("GC_GEN0_THRESHOLD", default=20_000)
+except ValueError:
+    GC_GEN0_THRESHOLD = env("GC_GEN0_THRESHOLD")  # reviewconsole/gc_tuning.py says what is wrong
 DATABASES["default"].setdefault(
     "TEST", {"NAME": env("TEST_DATABASE_NAME", default="test_reviewconsole")}
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import signal
 import time
@@ -149,6 +150,19 @@ def test_it_sweeps_abandoned_items_on_its_cadence(queue, spawn_worker):
 
     worker.signal(signal.SIGTERM)
     assert worker.wait() == 0
+
+
+def test_a_running_worker_keeps_its_start_up_objects_out_of_the_collectors_scans(spawn_worker):
+    # reviewconsole/gc_tuning.py: frozen once everything is loaded, and a larger young
+    # generation; the start line says what the collector runs on.
+    worker = spawn_worker("--poll-interval", "0.1")
+    wait_until(lambda: "apply worker started" in worker.output(), what="worker start")
+    line = next(s for s in worker.output().splitlines() if "apply worker started" in s)
+    started = json.loads(line)
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(timeout=15) == 0
+    assert started["gc_gen0_threshold"] == 20_000
+    assert started["gc_frozen_objects"] > 10_000
 
 
 def test_its_connections_carry_statement_and_idle_transaction_timeouts():

@@ -9,6 +9,7 @@ sweep's cadence live here too; everything that touches a decision is a service.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import random
@@ -26,6 +27,7 @@ from django.db.backends.signals import connection_created
 from queue_app import chain, checkpoint, effects, services
 from queue_app.apply import BATCH_SIZE_RANGE, RetryPolicy, apply_batch
 from queue_app.errors import EffectError, InvalidBounds
+from reviewconsole import gc_tuning
 
 logger = logging.getLogger("queue_app.apply")
 
@@ -144,6 +146,9 @@ class Command(BaseCommand):
         connection.close()
         worker.install_signal_handlers()
         if not options["once"]:
+            # A worker lives for days: what it has loaded is frozen out of the collector's
+            # scans (reviewconsole/gc_tuning.py). A --once run ends too soon to gain anything.
+            gc_tuning.tune()
             worker.run()
             return
         try:
@@ -222,6 +227,9 @@ class ApplyWorker:
                 "notify": self.notify,
                 "poll_interval": self.poll_interval,
                 "max_attempts": self.policy.max_attempts,
+                # What the collector runs on (reviewconsole/gc_tuning.py).
+                "gc_gen0_threshold": gc.get_threshold()[0],
+                "gc_frozen_objects": gc.get_freeze_count(),
             },
         )
         while not self.shutdown:
