@@ -449,7 +449,15 @@ def review_next(queue: Any, reviewer: Any) -> Any:
 
 
 def _after_setup(target: Callable[..., Any], arg: Any, barrier: Any, out: Any) -> None:
-    out.put(target(arg, barrier.wait))
+    def ready() -> None:
+        # Every side's process, ours and its peers', runs with the collector settings of the
+        # app's long-running processes (reviewconsole/gc_tuning.py), set once it has loaded.
+        from reviewconsole import gc_tuning
+
+        gc_tuning.tune()
+        barrier.wait()
+
+    out.put(target(arg, ready))
 
 
 def start_together(
