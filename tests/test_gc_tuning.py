@@ -87,6 +87,15 @@ def test_zero_keeps_pythons_own_collector():
     assert state["frozen"] == 0
 
 
+def test_the_test_run_itself_keeps_pythons_collector():
+    # Nothing the suite imports sets this process up as a worker (tests/api/test_schema.py
+    # takes Django's WSGI handler, not reviewconsole.wsgi): tests see the interpreter as is.
+    import gc
+
+    assert gc.get_threshold()[0] == 700
+    assert gc.get_freeze_count() == 0
+
+
 @pytest.mark.parametrize("value", ["-1", "lots", "1.5"])
 def test_a_bad_threshold_stops_the_worker_with_words(value):
     done = _run(LOAD_LIKE_A_WORKER, GC_GEN0_THRESHOLD=value)
