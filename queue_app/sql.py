@@ -1023,6 +1023,18 @@ SELECT q.*, """
 """
 )
 
+# The console's decide: the queue an item is in and whether the user may review it, without the
+# item's row (the decide statement reads that itself, fenced); no row for no such item.
+QUEUE_OF_ITEM_WITH_ACCESS = (
+    """
+SELECT q.*, """
+    + _MAY_REVIEW.format(queue="q.id")
+    + """ AS may_review
+  FROM queue_app_queue AS q
+ WHERE q.id = (SELECT queue_id FROM queue_app_reviewitem WHERE id = %(item_id)s)
+"""
+)
+
 QUEUE_OF_ITEM = """
 SELECT q.*
   FROM queue_app_queue AS q

@@ -141,6 +141,25 @@ def _queue_for(request: HttpRequest, slug: str) -> Queue:
     return found[0]
 
 
+def _queue_of_item(request: HttpRequest, item_id: int) -> Queue:
+    """The queue of an item the user may review, with _item_for's one answer otherwise.
+
+    For the decide, whose own statement reads the item, fenced: one prepared statement for
+    the queue and the access rule, without the item's row (its payload above all) to build.
+    """
+    user = request.user
+    found = (
+        fetch_prepared_instances(
+            Queue, sql.QUEUE_OF_ITEM_WITH_ACCESS, {"item_id": item_id, "owner_id": user.pk}
+        )
+        if user.is_active
+        else []
+    )
+    if not found or not found[0].may_review:
+        raise Refusal(404, NO_SUCH_ITEM)
+    return found[0]
+
+
 def _item_for(request: HttpRequest, item_id: int) -> ReviewItem:
     user = request.user
     # login_required let the user in; an account deactivated since sees nothing.
@@ -351,43 +370,45 @@ def _handoff_context(request: HttpRequest, item: ReviewItem) -> dict[str, Any]:
 @console_view
 def item_decide(request: HttpRequest, item_id: int) -> HttpResponse:
     """Record my verdict on an item I hold, then open the next item of the same queue."""
-    item = _item_for(request, item_id)
+    # The item's queue and the access rule, not the item: the decide statement reads the row
+    # itself, fenced by the lease token and the evidence hash. A page with errors reads it.
+    queue = _queue_of_item(request, item_id)
     form = DecisionForm(request.POST)
     if not form.is_valid():
         if "lease_token" in form.errors:
             messages.error(request, StaleLease.message)
-            return redirect("item", item_id=item.pk)
+            return redirect("item", item_id=item_id)
         if "evidence_hash" in form.errors:
             messages.error(request, EvidenceChanged.message)
-            return redirect("item", item_id=item.pk)
+            return redirect("item", item_id=item_id)
         messages.error(request, "Please correct the errors below; nothing was recorded.")
-        return _render_item(request, item, form=form, status=400)
+        return _render_item(request, _item_for(request, item_id), form=form, status=400)
     data = form.cleaned_data
     try:
         decision = submit_decision(
-            item_id=item.pk,
+            item_id=item_id,
             reviewer=request.user,
             lease_token=data["lease_token"],
             verdict=data["verdict"],
             reason_code=data["reason_code"],
             evidence_hash=data["evidence_hash"],
             note=data["note"],
-            queue_id=item.queue_id,
+            queue_id=queue.pk,
         )
     except (StaleLease, EvidenceChanged) as exc:
         # Show the item as it is now: someone else's, decided, or with the new evidence.
         messages.error(request, exc.message)
-        return redirect("item", item_id=item.pk)
+        return redirect("item", item_id=item_id)
     except (InvalidReason, InvalidVerdict, InvalidBounds) as exc:
         # The transaction rolled back and the lease is still mine: keep what was typed.
         messages.error(request, exc.message)
-        return _render_item(request, item, form=form, status=400)
+        return _render_item(request, _item_for(request, item_id), form=form, status=400)
     messages.success(
         request,
         f"Recorded {decision.get_verdict_display().lower()} ({decision.reason_code.label}) "
-        f"on item #{item.pk}.",
+        f"on item #{item_id}.",
     )
-    return _open_next(request, item.queue)
+    return _open_next(request, queue)
 
 
 def _open_next(request: HttpRequest, queue: Queue) -> HttpResponse:

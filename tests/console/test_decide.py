@@ -56,7 +56,7 @@ def test_it_records_the_decision_and_opens_the_next_item(alice_client: Client, a
     assert f"Recorded approve (verified) on item #{first.pk}." in page
 
 
-def test_deciding_and_opening_the_next_item_costs_thirteen_statements(
+def test_deciding_and_opening_the_next_item_costs_twelve_statements(
     alice_client: Client, alice, queue
 ):
     first, _second = make_items(queue, 2)
@@ -66,12 +66,13 @@ def test_deciding_and_opening_the_next_item_costs_thirteen_statements(
         response = alice_client.post(f"/items/{first.pk}/decide/", data)
     assert response.status_code == 302
     statements = [" ".join(q["sql"].split()) for q in ctx.captured_queries]
-    # Session, user; the item read with the access rule and its queue (one round trip);
-    # BEGIN, the timeouts, the close and insert in one statement (which checks access and
-    # returns the reason code for the message), COMMIT; BEGIN, the claim's guard, renew, claim,
-    # COMMIT. No separate access check, no reason code read.
-    assert len(statements) == 13, statements
+    # Session, user; the item's queue with the access rule (not the item: the decide statement
+    # reads it, fenced); BEGIN, the timeouts, the close and insert in one statement (which
+    # checks access and returns the reason code for the message), COMMIT; BEGIN, the claim's
+    # guard, renew, claim, COMMIT. No separate access check, no reason code read.
+    assert len(statements) == 12, statements
     assert not any(s.startswith('SELECT "queue_app_reasoncode"') for s in statements)
+    assert not any(s.startswith("SELECT i.*") for s in statements), "the item row was read"
 
 
 def test_the_last_decision_sends_me_home_with_a_message(alice_client: Client, alice, queue):
