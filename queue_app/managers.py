@@ -441,13 +441,16 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         release_skip: timedelta,
         lock_timeout_ms: int,
         statement_timeout_ms: int,
+        for_page: bool = False,
     ) -> tuple[bool, ReviewItem | None, ReviewItem | None]:
         """A reviewer's Next item in one round trip, committed; return (may review, renewed,
         claimed).
 
         Sets the timeouts and takes the reviewer's claim lock in this queue, renews their live
         lease there if they hold one, and otherwise claims the next item. Neither the renew
-        nor the claim does anything for a reviewer who may not review the queue.
+        nor the claim does anything for a reviewer who may not review the queue. for_page:
+        the items come back with their id, trace id and lease count only, the rest deferred
+        (sql.CLAIM_NEXT_ITEM_FOR_PAGE), for a caller that opens the item's page next.
         """
         params = {
             "queue_id": queue_id,
@@ -458,11 +461,16 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
             "max_leases": max_leases,
             "release_skip": release_skip,
         }
+        renew, claim = (
+            (sql.RENEW_OWN_LIVE_LEASE_FOR_PAGE, sql.CLAIM_NEXT_ITEM_FOR_PAGE)
+            if for_page
+            else (sql.RENEW_OWN_LIVE_LEASE, sql.CLAIM_NEXT_ITEM)
+        )
         guard, renewed, claimed = run_together(
             [
                 (sql.SET_LOCAL_TIMEOUTS_AND_LOCK_REVIEWER_QUEUE, params),
-                (sql.RENEW_OWN_LIVE_LEASE, params),
-                (sql.CLAIM_NEXT_ITEM, params),
+                (renew, params),
+                (claim, params),
             ],
             commit=True,
         )

@@ -158,7 +158,7 @@ SELECT set_config('lock_timeout', %(lock_timeout)s, true),
 # then PostgreSQL re-checks only the outer WHERE against the row as committed (EvalPlanQual),
 # never the subquery. Without the repeat the renew would land on a decided row (a check
 # violation) or extend another reviewer's lease and hand over their token.
-RENEW_OWN_LIVE_LEASE = (
+_RENEW_OWN_LIVE_LEASE = (
     """
 UPDATE queue_app_reviewitem AS i
    SET lease_expires = now() + %(ttl)s
@@ -174,7 +174,7 @@ UPDATE queue_app_reviewitem AS i
    AND """
     + _MAY_REVIEW.format(queue="%(queue_id)s")
     + """
-RETURNING i.*
+RETURNING {returning}
 """
 )
 
@@ -308,27 +308,39 @@ WITH gate AS MATERIALIZED (
                               'previous_owner_id', previous_owner_id)
       FROM claimed
 )
-SELECT * FROM claimed ORDER BY priority DESC, due_at, created_at
+SELECT {returning} FROM claimed ORDER BY priority DESC, due_at, created_at
 """
+
+# What a claim returns to a caller that opens the item's page next (the console): the page reads
+# the item itself, so only its id and what the claim's log line names. The whole row (32
+# columns, the payload parsed) cost the console's decide about 0.2 ms of client CPU to load.
+_CLAIMED_FOR_PAGE = "id, trace_id, lease_count"
 
 # A batch for an automated worker (the API): up to %(limit)s items, and none unless the worker
 # may review the queue as the statement runs (the API's earlier checks read a client loaded
 # when the request began; a revocation or a scope taken away since must stop this claim).
-CLAIM_ITEMS = _CLAIM.format(limit="%(limit)s", gate=_MAY_REVIEW.format(queue="%(queue_id)s"))
+CLAIM_ITEMS = _CLAIM.format(
+    limit="%(limit)s", gate=_MAY_REVIEW.format(queue="%(queue_id)s"), returning="*"
+)
 
 # A reviewer's Next item: one item, and only if the reviewer may review the queue and holds no
 # live lease in it. Sent right after RENEW_OWN_LIVE_LEASE under the reviewer's claim lock, it
 # claims only when there was nothing to renew, so the two (and the COMMIT) travel together and
 # no Python decision is needed between them. The limit is written into the text, so that the
 # plan the server caches for the prepared statement (managers.run_together) is made for one row.
-CLAIM_NEXT_ITEM = _CLAIM.format(
-    limit="1",
-    gate="""NOT EXISTS (
+_NEXT_ITEM_GATE = """NOT EXISTS (
                 SELECT 1 FROM queue_app_reviewitem
                  WHERE queue_id = %(queue_id)s AND state = 'leased'
                    AND lease_owner_id = %(owner_id)s AND lease_expires > now())
-           AND """
-    + _MAY_REVIEW.format(queue="%(queue_id)s"),
+           AND """ + _MAY_REVIEW.format(queue="%(queue_id)s")
+CLAIM_NEXT_ITEM = _CLAIM.format(limit="1", gate=_NEXT_ITEM_GATE, returning="*")
+RENEW_OWN_LIVE_LEASE = _RENEW_OWN_LIVE_LEASE.format(returning="i.*")
+# The same two for the console, which opens the item's page next (_CLAIMED_FOR_PAGE).
+CLAIM_NEXT_ITEM_FOR_PAGE = _CLAIM.format(
+    limit="1", gate=_NEXT_ITEM_GATE, returning=_CLAIMED_FOR_PAGE
+)
+RENEW_OWN_LIVE_LEASE_FOR_PAGE = _RENEW_OWN_LIVE_LEASE.format(
+    returning=", ".join(f"i.{column}" for column in _CLAIMED_FOR_PAGE.split(", "))
 )
 
 # Extend a lease, fenced by its token: a tab whose lease was taken over renews nothing.
@@ -866,7 +878,9 @@ HOT_PATH = (
     "SET_LOCAL_TIMEOUTS_AND_LOCK_REVIEWER_QUEUE",
     "SET_LOCAL_TIMEOUTS_AND_CHECK_ITEM_ACCESS",
     "RENEW_OWN_LIVE_LEASE",
+    "RENEW_OWN_LIVE_LEASE_FOR_PAGE",
     "CLAIM_NEXT_ITEM",
+    "CLAIM_NEXT_ITEM_FOR_PAGE",
     "CLAIM_ITEMS",
     "RENEW_LEASE",
     "RELEASE_LEASE",

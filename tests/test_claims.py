@@ -6,11 +6,13 @@ from datetime import timedelta
 
 import pytest
 
+from queue_app import sql
 from queue_app.errors import InvalidBounds, NotPermitted, StaleLease
 from queue_app.models import ItemEvent, ReviewItem
 from queue_app.services import (
     claim_batch,
     claim_next,
+    claim_next_id,
     release_lease,
     renew_lease,
     submit_decision,
@@ -48,6 +50,41 @@ def test_it_returns_the_same_live_lease_on_a_second_next(queue, alice):
     assert again.lease_token == first.lease_token
     assert again.lease_expires >= first.lease_expires
     assert ReviewItem.objects.filter(state="leased").count() == 1
+
+
+def test_the_consoles_claim_is_the_same_claim_returning_the_items_id(queue, alice, outsider):
+    # claim_next_id (the console opens the item's page next): same order, same lease, same
+    # renew on a second Next, same refusal; only the id comes back.
+    make_items(queue, 2, prefix="low")
+    (high,) = make_items(queue, 1, prefix="high", priority=5)
+    assert claim_next_id(queue=queue, reviewer=alice) == high.pk
+    leased = ReviewItem.objects.get(pk=high.pk)
+    assert (leased.state, leased.lease_owner_id, leased.lease_count) == ("leased", alice.pk, 1)
+    assert ItemEvent.objects.filter(item=high, kind="claimed", actor=alice).count() == 1
+    assert claim_next_id(queue=queue, reviewer=alice) == high.pk
+    again = ReviewItem.objects.get(pk=high.pk)
+    assert again.lease_token == leased.lease_token
+    assert again.lease_expires >= leased.lease_expires
+    with pytest.raises(NotPermitted):
+        claim_next_id(queue=queue, reviewer=outsider)
+
+
+@pytest.mark.parametrize(
+    ("for_page", "whole"),
+    [
+        ("CLAIM_NEXT_ITEM_FOR_PAGE", "CLAIM_NEXT_ITEM"),
+        ("RENEW_OWN_LIVE_LEASE_FOR_PAGE", "RENEW_OWN_LIVE_LEASE"),
+    ],
+)
+def test_the_consoles_claim_statements_differ_only_in_what_they_return(for_page, whole):
+    # One template each (sql._CLAIM, sql._RENEW_OWN_LIVE_LEASE): a change to the claim cannot
+    # reach one of the pair and not the other.
+    text, reference = getattr(sql, for_page), getattr(sql, whole)
+    returned = "id, trace_id, lease_count"
+    assert text.replace(returned, "*").replace("i.id, i.trace_id, i.lease_count", "i.*") == (
+        reference
+    )
+    assert text != reference
 
 
 def test_it_gives_two_reviewers_different_items(queue, alice, bob):

@@ -141,6 +141,8 @@ def test_every_hot_path_statement_touches_a_distributed_table_or_a_queue(entry):
         ("RELEASE_LEASE", "AND queue_id = %(queue_id)s "),
         ("RENEW_OWN_LIVE_LEASE", "AND i.queue_id = %(queue_id)s\n"),
         ("CLAIM_NEXT_ITEM", "AND i.queue_id = %(queue_id)s "),
+        ("RENEW_OWN_LIVE_LEASE_FOR_PAGE", "AND i.queue_id = %(queue_id)s\n"),
+        ("CLAIM_NEXT_ITEM_FOR_PAGE", "AND i.queue_id = %(queue_id)s "),
         ("RELEASE_LANE_TASK", "AND queue_id = %(queue_id)s "),
         ("RENEW_LANE_TASK", "AND t.queue_id = %(queue_id)s "),
         ("LOCK_LANE_TASK", "AND t.queue_id = %(queue_id)s "),

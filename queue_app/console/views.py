@@ -45,7 +45,7 @@ from queue_app.managers import fetch_prepared_instances
 from queue_app.models import REVIEW_VERDICTS, ItemState, Queue, ReviewItem
 from queue_app.rules import warnings_for
 from queue_app.services import (
-    claim_next,
+    claim_next_id,
     handoff_refusal,
     item_handoff,
     item_page_rows,
@@ -239,11 +239,12 @@ def home(request: HttpRequest) -> HttpResponse:
 def queue_next(request: HttpRequest, slug: str) -> HttpResponse:
     """Lease the next item of the queue to me (or give back the one I hold) and open it."""
     queue = _queue_for(request, slug)
-    item = claim_next(queue=queue, reviewer=request.user)
-    if item is None:
+    # The item's id only: its page reads the item.
+    item_id = claim_next_id(queue=queue, reviewer=request.user)
+    if item_id is None:
         messages.info(request, f"{queue.name}: {QueueEmpty.message}")
         return redirect("home")
-    return redirect("item", item_id=item.pk)
+    return redirect("item", item_id=item_id)
 
 
 @require_GET
@@ -416,14 +417,14 @@ def item_decide(request: HttpRequest, item_id: int) -> HttpResponse:
 def _open_next(request: HttpRequest, queue: Queue) -> HttpResponse:
     # Claiming is a write, so it happens here in the POST rather than behind a GET redirect.
     try:
-        nxt = claim_next(queue=queue, reviewer=request.user)
+        next_id = claim_next_id(queue=queue, reviewer=request.user)
     except NotPermitted as exc:
         messages.error(request, exc.message)
         return redirect("home")
-    if nxt is None:
+    if next_id is None:
         messages.info(request, f"{queue.name}: {QueueEmpty.message}")
         return redirect("home")
-    return redirect("item", item_id=nxt.pk)
+    return redirect("item", item_id=next_id)
 
 
 @post_only

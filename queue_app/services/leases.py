@@ -34,6 +34,20 @@ def _max_leases(queue: Queue) -> int:
 
 def claim_next(*, queue: Queue, reviewer: User) -> ReviewItem | None:
     """Lease the next item of the queue to a reviewer, or return their live lease, renewed."""
+    return _claim_next(queue=queue, reviewer=reviewer, for_page=False)
+
+
+def claim_next_id(*, queue: Queue, reviewer: User) -> int | None:
+    """claim_next for a caller that opens the item's page next (the console): the item's id.
+
+    The same claim and renew, returning three columns instead of the whole row: the page reads
+    the item itself, and loading the row here cost the console's decide about 0.2 ms of CPU.
+    """
+    item = _claim_next(queue=queue, reviewer=reviewer, for_page=True)
+    return item.pk if item is not None else None
+
+
+def _claim_next(*, queue: Queue, reviewer: User, for_page: bool) -> ReviewItem | None:
     if not reviewer.is_authenticated or not reviewer.is_active:
         raise NotPermitted("You do not have access to this queue.")
     with transaction.atomic():
@@ -46,6 +60,7 @@ def claim_next(*, queue: Queue, reviewer: User) -> ReviewItem | None:
             release_skip=queue.release_skip,
             lock_timeout_ms=settings.REVIEW_LOCK_TIMEOUT_MS,
             statement_timeout_ms=settings.REVIEW_STATEMENT_TIMEOUT_MS,
+            for_page=for_page,
         )
     if not allowed:
         # The renew and the claim are gated on the same check: nothing was written.
