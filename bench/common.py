@@ -276,15 +276,18 @@ def wait_for_new_server_processes(before: set[int], timeout: float = 5.0) -> Non
         time.sleep(0.02)
 
 
-def cpu_seconds_by_role(group_pid: int) -> dict[str, float]:
-    """CPU seconds (user + system) used so far by each part of a web benchmark on this machine.
+ROLES = ("web", "postgres", "load", "other")
+
+
+def cpu_reading(group_pid: int) -> dict[int, tuple[str, float]]:
+    """Each process's role and CPU seconds (user + system) so far, by pid: one reading.
 
     "web": the process group group_pid leads (gunicorn's master and workers); "postgres": every
     process named postgres (the server's backends, and its background workers); "load": this
     process (the load generator's threads); "other": everything else. Reaped children count
-    with their parent (_processes). Take two readings around a phase and subtract.
+    with their parent (_processes). cpu_used_by_role compares two readings.
     """
-    used = {"web": 0.0, "postgres": 0.0, "load": 0.0, "other": 0.0}
+    reading = {}
     for pid, name, pgid, seconds in _processes():
         if pid == os.getpid():
             role = "load"
@@ -294,7 +297,26 @@ def cpu_seconds_by_role(group_pid: int) -> dict[str, float]:
             role = "postgres"
         else:
             role = "other"
-        used[role] += seconds
+        reading[pid] = (role, seconds)
+    return reading
+
+
+def cpu_used_by_role(
+    before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]
+) -> dict[str, float]:
+    """CPU seconds each role used between two readings, process by process.
+
+    A process in both counts what it used since the first, in its role at the second; one
+    that started in between counts whole (as does a pid reused by a new process, whose count
+    went down); one that ended in between adds nothing more (its parent's count grows when
+    it is reaped). Summing each role at each reading and subtracting instead once put 428 s
+    of a long-lived process's CPU under PostgreSQL at one reading and elsewhere at the next.
+    """
+    used = dict.fromkeys(ROLES, 0.0)
+    for pid, (role, seconds) in after.items():
+        earlier = before.get(pid)
+        grew = seconds - earlier[1] if earlier is not None and seconds >= earlier[1] else seconds
+        used[role] += grew
     return used
 
 

@@ -4,7 +4,7 @@ B3's psycopg floor (bench/cycle.py: the services' statements in their round trip
 alone) in one process, its pipelines written to the socket either at the sync, all at once, as
 run_together does (managers.send_at_sync), or one statement at a time as psycopg writes them by
 itself. The two alternate in rounds of a fixed time; each reads its cycles per second, this
-process's CPU and the server's (every postgres process, bench.common.cpu_seconds_by_role) per
+process's CPU and the server's (every postgres process, bench.common.cpu_used_by_role) per
 cycle, and the ratios pair the two within a round.
 
 With --processes N (N > 1) each side runs N floor processes at once (B3's way: every process
@@ -29,7 +29,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import (
-    cpu_seconds_by_role,
+    cpu_reading,
+    cpu_used_by_role,
     drop_database,
     machine,
     paired_ratio,
@@ -78,19 +79,19 @@ def main() -> None:
                     print(f"   {side}: {runs[side][-1]}", flush=True)
                     continue
                 running = server_pids()
-                before, t0 = cpu_seconds_by_role(os.getpid()), time.perf_counter()
+                before, t0 = cpu_reading(os.getpid()), time.perf_counter()
                 cycles, _ = floor_worker(
                     (users[0], queue.pk, seconds, reason.code), lambda: None, write_at_sync=at_sync
                 )
                 wall = time.perf_counter() - t0
                 # The floor's backend has hung up: its CPU counts once its postmaster reaped it.
                 wait_for_new_server_processes(running)
-                after = cpu_seconds_by_role(os.getpid())
+                used = cpu_used_by_role(before, cpu_reading(os.getpid()))
                 runs[side].append(
                     {
                         "per_second": cycles / wall,
-                        "client_cpu_ms": (after["load"] - before["load"]) * 1000 / cycles,
-                        "server_cpu_ms": (after["postgres"] - before["postgres"]) * 1000 / cycles,
+                        "client_cpu_ms": used["load"] * 1000 / cycles,
+                        "server_cpu_ms": used["postgres"] * 1000 / cycles,
                     }
                 )
                 print(f"   {side}: {runs[side][-1]}", flush=True)

@@ -399,7 +399,7 @@ def main() -> None:
 
             lines += [
                 "The machine's CPU per cycle, by where it went (user + system, ms, medians of "
-                "the runs; `bench.common.cpu_seconds_by_role`):",
+                "the runs; `bench.common.cpu_used_by_role`):",
                 "",
                 "| | " + " | ".join(names[side] for side in sides) + " | ours / minimal |",
                 "|---|" + "---:|" * (len(sides) + 1),

@@ -7,7 +7,7 @@ reviewers. The minimal app (bench/minimal_app/) does the cycle's database work w
 and nothing else: no authentication, sessions, templates, middleware, audit rows or access
 checks. The two alternate three times, medians compared (target: ours >= 0.5x). Each run also
 reads the machine's CPU per cycle by where it went (gunicorn, PostgreSQL, the load generator:
-bench.common.cpu_seconds_by_role), which is what sets the rates on two shared cores.
+bench.common.cpu_used_by_role), which is what sets the rates on two shared cores.
 
 A third side, the framework floor (bench/floor_app/), runs in the same rounds: Review Console's
 own settings and middleware (sessions in the database, the user, CSRF, second factor, access
@@ -40,7 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import (
     ROOT,
     bench_database,
-    cpu_seconds_by_role,
+    cpu_reading,
+    cpu_used_by_role,
     drop_database,
     load_pending,
     machine,
@@ -117,13 +118,13 @@ def measure(
         reviewers = [Reviewer(port, f"web-{i}") for i in range(users)]
         for r in reviewers:
             r.login()
-        before = cpu_seconds_by_role(proc.pid)
+        before = cpu_reading(proc.pid)
         phase = run_phase(reviewers, seconds, None)
-        after = cpu_seconds_by_role(proc.pid)
+        used = cpu_used_by_role(before, cpu_reading(proc.pid))
     finally:
         stop_process(proc)
     cycles = max(phase["cycles"], 1)
-    cpu = {role: round((after[role] - before[role]) * 1000 / cycles, 2) for role in after}
+    cpu = {role: round(seconds_used * 1000 / cycles, 2) for role, seconds_used in used.items()}
     return phase["per_second"], cpu
 
 

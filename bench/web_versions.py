@@ -6,7 +6,7 @@ temporary git worktree and served in turn by gunicorn under B8's settings (bench
 last in every round; the versions alternate, each round starting one version further along
 (with two, A B then B A), so that no version always runs first or right after the minimal app;
 and each run also reads the machine's CPU per
-cycle by where it went (bench.common.cpu_seconds_by_role). Every version runs with this
+cycle by where it went (bench.common.cpu_used_by_role). Every version runs with this
 checkout's virtualenv, so it suits commits whose dependencies and migrations match this one's.
 
     .venv/bin/python bench/web_versions.py --rev 14297f8 --rev HEAD      # ~2 min per round

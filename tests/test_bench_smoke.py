@@ -140,6 +140,36 @@ def test_settle_waits_for_autovacuum_then_checkpoints():
         assert waited < 3
 
 
+def test_cpu_is_counted_process_by_process_between_two_readings():
+    sys.path.insert(0, str(ROOT))
+    from bench.common import cpu_reading, cpu_used_by_role
+
+    before = {
+        1: ("postgres", 428.0),  # long-lived, counted elsewhere at the second reading
+        2: ("web", 10.0),
+        3: ("postgres", 5.0),  # ends between the readings
+        4: ("other", 7.0),  # its pid is reused by a new process
+    }
+    after = {
+        1: ("other", 428.5),
+        2: ("web", 12.0),
+        4: ("other", 0.25),
+        5: ("postgres", 1.5),  # starts between the readings
+    }
+    assert cpu_used_by_role(before, after) == {
+        "web": 2.0,
+        "postgres": 1.5,
+        "load": 0.0,
+        "other": 0.75,
+    }
+    # Real readings of this machine: every role present, nothing negative.
+    first = cpu_reading(os.getpid())
+    sum(range(10_000_000))  # CPU this process uses: several clock ticks anywhere
+    used = cpu_used_by_role(first, cpu_reading(os.getpid()))
+    assert used["load"] > 0
+    assert all(seconds >= 0 for seconds in used.values())
+
+
 @pytest.mark.slow
 def test_pipeline_sends_runs_processes_side_by_side():
     # --processes: each side's floor processes run at once, and only their rates are compared.
