@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from decimal import Decimal
-from functools import lru_cache, partial
+from functools import cache, lru_cache, partial
 from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
 
@@ -416,6 +416,19 @@ def build_instances(model: type[M], result: Result) -> list[M]:
     return instances
 
 
+_QUEUE_PREFIX = "queue__"
+
+
+@cache
+def _item_with_queue_statement(queue_model: type[models.Model]) -> str:
+    """sql.ITEM_WITH_QUEUE_AND_ACCESS with the queue's columns, as the model has them."""
+    columns = ", ".join(
+        f'q."{field.column}" AS "{_QUEUE_PREFIX}{field.column}"'
+        for field in queue_model._meta.concrete_fields
+    )
+    return sql.ITEM_WITH_QUEUE_AND_ACCESS.format(queue_columns=columns)
+
+
 def split_result(result: Result, *, prefix: str) -> tuple[Result, Result]:
     """Split a statement's (column names, rows) into the columns without the prefix and those
     with it (the prefix removed): a row and the related row a join returned beside it."""
@@ -516,17 +529,18 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
 
     def with_queue_and_access(self, *, item_id: int, user_id: int) -> ReviewItem | None:
         """The item with its queue attached and may_review set (whether the user may review
-        that queue), in one round trip; None if there is no such item."""
-        params = {"item_id": item_id, "owner_id": user_id}
-        item_rows, queue_rows = run_together(
-            [(sql.ITEM_WITH_ACCESS, params), (sql.QUEUE_OF_ITEM, params)]
+        that queue), in one prepared statement; None if there is no such item."""
+        queue_model = self.model._meta.get_field("queue").related_model
+        result = _prepared_result(
+            _item_with_queue_statement(queue_model),
+            {"item_id": item_id, "owner_id": user_id},
         )
-        items = build_instances(self.model, item_rows)
-        queues = build_instances(self.model._meta.get_field("queue").related_model, queue_rows)
-        if not items or not queues:
+        item_columns, queue_columns = split_result(result, prefix=_QUEUE_PREFIX)
+        items = build_instances(self.model, item_columns)
+        if not items:
             return None
         item = items[0]
-        item.queue = queues[0]
+        item.queue = build_instances(queue_model, queue_columns)[0]
         return item
 
     def may_review(self, *, queue_id: int, user_id: int) -> bool:

@@ -1008,19 +1008,22 @@ SELECT i.id, i.state, i.subject, i.created_at, i.decided_at, i.due_at, i.queue_i
 )
 
 # -- the console's item page (console/views.py) ---------------------------------------------------
-# The item page and every form posted from it first find the item and whether the user may
-# review its queue (the one access rule, _MAY_REVIEW, as a column of the row): one round trip,
-# these two statements in a pipeline, each by primary key. They replace an ORM query whose
-# compilation cost more client CPU than the page's own work (bench/NOTES.md, B8). Like the
-# API's by-id routes (docs/scaling.md) they read by id, not by queue: on a schema distributed
-# by queue_id each is an indexed lookup on every shard, and the writes that follow name the
-# queue they return.
-ITEM_WITH_ACCESS = (
+# The item page and every form posted from it but the decide first find the item, its queue and
+# whether the user may review that queue (the one access rule, _MAY_REVIEW, as a column of the
+# row): one statement, by primary key. It replaces an ORM query whose compilation cost more
+# client CPU than the page's own work (bench/NOTES.md, B8), and then a pipeline of two. Like
+# the API's by-id routes (docs/scaling.md) it reads by id, not by queue: on a schema
+# distributed by queue_id it is an indexed lookup on every shard, and the writes that follow
+# name the queue it returns. {queue_columns} is the queue's every column as
+# "queue__<column>": managers.ReviewItemManager.with_queue_and_access writes it from the model,
+# so a column added to the queue is read here too.
+ITEM_WITH_QUEUE_AND_ACCESS = (
     """
-SELECT i.*, """
+SELECT i.*, {queue_columns}, """
     + _MAY_REVIEW.format(queue="i.queue_id")
     + """ AS may_review
   FROM queue_app_reviewitem AS i
+  JOIN queue_app_queue AS q ON q.id = i.queue_id
  WHERE i.id = %(item_id)s
 """
 )
@@ -1048,12 +1051,6 @@ SELECT q.*, """
  WHERE q.id = (SELECT queue_id FROM queue_app_reviewitem WHERE id = %(item_id)s)
 """
 )
-
-QUEUE_OF_ITEM = """
-SELECT q.*
-  FROM queue_app_queue AS q
- WHERE q.id = (SELECT queue_id FROM queue_app_reviewitem WHERE id = %(item_id)s)
-"""
 
 # Once the item is found and the user may see it, the rest of what the page shows comes in one
 # more round trip: the statements below, those the page needs (services/item_page.py).

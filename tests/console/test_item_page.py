@@ -196,15 +196,15 @@ def test_its_query_count_does_not_grow_with_history(alice_client, alice, bob, su
 
     make_items(queue, 1, prefix="live")
     held = claim_next(queue=queue, reviewer=alice)
-    # Session and user; then the item with whether I may review its queue, and its queue (one
-    # round trip, sql.ITEM_WITH_ACCESS and QUEUE_OF_ITEM); then earlier decisions, their
-    # pre-0007 authors, the reason codes, evidence rules and the hold form's reasons (one
-    # round trip, console/item_page.py).
-    assert queries(held.pk) <= 9
+    # Session and user; then the item with its queue and whether I may review it (one
+    # statement, sql.ITEM_WITH_QUEUE_AND_ACCESS); then earlier decisions, their pre-0007
+    # authors, the reason codes, evidence rules and the hold form's reasons (one round trip,
+    # console/item_page.py).
+    assert queries(held.pk) <= 8
 
 
 def test_items_of_queues_granted_to_my_api_client_are_shown(queue, client):
-    # The item's read carries the access rule (sql.ITEM_WITH_ACCESS): a
+    # The item's read carries the access rule (sql.ITEM_WITH_QUEUE_AND_ACCESS): a
     # queue granted through an API client counts, and stops counting when it is revoked.
     from queue_app.api.auth import issue_api_client, revoke_api_client
 
@@ -214,3 +214,21 @@ def test_items_of_queues_granted_to_my_api_client_are_shown(queue, client):
     assert client.get(f"/items/{item.pk}/").status_code == 200
     revoke_api_client(client=api_client)
     assert client.get(f"/items/{item.pk}/").status_code == 404
+
+
+def test_the_items_one_read_brings_the_whole_item_and_its_whole_queue(queue, alice, outsider):
+    (item,) = make_items(queue, 1)
+    found = ReviewItem.objects.with_queue_and_access(item_id=item.pk, user_id=alice.pk)
+    # Every column of both, none left to load later (the queue's are listed from its model).
+    assert found.get_deferred_fields() == set()
+    assert found.queue.get_deferred_fields() == set()
+    assert (found.pk, found.queue.pk, found.queue.slug) == (item.pk, queue.pk, queue.slug)
+    assert found.queue.lease_ttl == queue.lease_ttl
+    assert found.may_review is True
+    assert (
+        ReviewItem.objects.with_queue_and_access(item_id=item.pk, user_id=outsider.pk).may_review
+        is False
+    )
+    assert (
+        ReviewItem.objects.with_queue_and_access(item_id=item.pk + 1000, user_id=alice.pk) is None
+    )
