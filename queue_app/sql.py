@@ -1054,18 +1054,17 @@ SELECT q.*, """
 
 # Once the item is found and the user may see it, the rest of what the page shows comes in one
 # more round trip: the statements below, those the page needs (services/item_page.py).
-# Decisions oldest first, as the history table lists them.
+# Decisions oldest first, as the history table lists them, each with the name of who recorded
+# it when it predates reviewer_username (migration 0007): later decisions carry the name as it
+# was when they were made, and need no join. The name only (reviewer__*), never the rest of
+# the user's row (the password hash, above all).
 ITEM_DECISIONS = """
-SELECT d.* FROM queue_app_decision AS d WHERE d.item_id = %(item_id)s ORDER BY d.id
-"""
-
-# Who recorded the decisions that predate reviewer_username (migration 0007); later decisions
-# carry the name as it was when they were made, and need no join.
-ITEM_DECISION_REVIEWERS = """
-SELECT u.id, u.username, u.first_name, u.last_name
-  FROM auth_user AS u
- WHERE u.id IN (SELECT reviewer_id FROM queue_app_decision
-                 WHERE item_id = %(item_id)s AND reviewer_username IS NULL)
+SELECT d.*, u.id AS reviewer__id, u.username AS reviewer__username,
+       u.first_name AS reviewer__first_name, u.last_name AS reviewer__last_name
+  FROM queue_app_decision AS d
+  LEFT JOIN auth_user AS u ON u.id = d.reviewer_id AND d.reviewer_username IS NULL
+ WHERE d.item_id = %(item_id)s
+ ORDER BY d.id
 """
 
 # The lease holder, named on the page of an item someone else is reviewing. Their name only:

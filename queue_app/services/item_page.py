@@ -19,7 +19,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 
 from queue_app import sql
-from queue_app.managers import build_instances, run_together
+from queue_app.managers import build_instances, run_together, split_result
 from queue_app.models import (
     REVIEW_VERDICTS,
     Decision,
@@ -52,7 +52,6 @@ def item_page_rows(item: ReviewItem, *, mine: bool, held_by_other: bool) -> Item
     }
     steps = [
         (sql.ITEM_DECISIONS, params),
-        (sql.ITEM_DECISION_REVIEWERS, params),
         (sql.ITEM_REASON_CODES, params),
         (sql.QUEUE_EVIDENCE_RULES, params),
     ]
@@ -61,9 +60,11 @@ def item_page_rows(item: ReviewItem, *, mine: bool, held_by_other: bool) -> Item
     if held_by_other:
         steps.append((sql.LEASE_HOLDER, params))
     results = run_together(steps)
-    decisions = build_instances(Decision, results[0])
-    reviewers = {u.pk: u for u in build_instances(user_model, results[1])}
-    codes = build_instances(ReasonCode, results[2])
+    decision_columns, (names, reviewer_rows) = split_result(results[0], prefix="reviewer__")
+    decisions = build_instances(Decision, decision_columns)
+    joined = [row for row in reviewer_rows if row[names.index("id")] is not None]
+    reviewers = {u.pk: u for u in build_instances(user_model, (names, joined))}
+    codes = build_instances(ReasonCode, results[1])
     by_id = {code.pk: code for code in codes}
     for decision in decisions:
         # Set as select_related would: the template reads decision.reason_code.label, and
@@ -74,7 +75,7 @@ def item_page_rows(item: ReviewItem, *, mine: bool, held_by_other: bool) -> Item
         if decision.reviewer_id in reviewers:
             decision.reviewer = reviewers[decision.reviewer_id]
     rows = ItemPageRows(
-        decisions=decisions, evidence_rules=build_instances(EvidenceRule, results[3])
+        decisions=decisions, evidence_rules=build_instances(EvidenceRule, results[2])
     )
     if mine:
         rows.reasons = [
@@ -84,7 +85,7 @@ def item_page_rows(item: ReviewItem, *, mine: bool, held_by_other: bool) -> Item
             and code.verdict in REVIEW_VERDICTS
             and code.retired_at is None
         ]
-        rows.hold_reasons = build_instances(HoldReason, results[4])
+        rows.hold_reasons = build_instances(HoldReason, results[3])
     if held_by_other:
         holders = build_instances(user_model, results[-1])
         if holders:
