@@ -62,8 +62,10 @@ def variants() -> dict[str, str]:
     access = sql._MAY_REVIEW.format(queue="%(queue_id)s")
     return {
         "current": sql.CLAIM_NEXT_ITEM,
-        "gate per set": per_set.format(limit="1", gate=f"{NO_LIVE_LEASE}\n AND {access}"),
-        "no access probes": sql._CLAIM.format(limit="1", gate=NO_LIVE_LEASE),
+        "gate per set": per_set.format(
+            limit="1", gate=f"{NO_LIVE_LEASE}\n AND {access}", returning="*"
+        ),
+        "no access probes": sql._CLAIM.format(limit="1", gate=NO_LIVE_LEASE, returning="*"),
     }
 
 
