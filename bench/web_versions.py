@@ -112,7 +112,7 @@ def main() -> None:
         results["versions"] = {
             name: {
                 "commit": commits.get(name, ""),
-                "per_second": statistics.median(rate for rate, _ in runs[name]),
+                "per_second": round(statistics.median(rate for rate, _ in runs[name]), 2),
                 "ratio_to_minimal": [
                     round(rate / m, 3)
                     for (rate, _), m in zip(runs[name], minimal_rates, strict=True)
