@@ -148,16 +148,13 @@ def _queue_of_item(request: HttpRequest, item_id: int) -> Queue:
     the queue and the access rule, without the item's row (its payload above all) to build.
     """
     user = request.user
+    params = {"item_id": item_id, "owner_id": user.pk}
     found = (
-        fetch_prepared_instances(
-            Queue, sql.QUEUE_OF_ITEM_WITH_ACCESS, {"item_id": item_id, "owner_id": user.pk}
-        )
+        fetch_prepared_instances(Queue, sql.QUEUE_OF_ITEM_WITH_ACCESS, params)
         if user.is_active
         else []
     )
-    if not found or not found[0].may_review:
-        raise Refusal(404, NO_SUCH_ITEM)
-    return found[0]
+    return _reviewable(found[0] if found else None)
 
 
 def _item_for(request: HttpRequest, item_id: int) -> ReviewItem:
@@ -168,10 +165,15 @@ def _item_for(request: HttpRequest, item_id: int) -> ReviewItem:
         if user.is_active
         else None
     )
+    return _reviewable(item)
+
+
+def _reviewable(found: Any) -> Any:
+    """An item or queue read with may_review, if the user may review it; else the 404."""
     # One answer for "missing" and "not yours": a reviewer cannot probe other queues' items.
-    if item is None or not item.may_review:
+    if found is None or not found.may_review:
         raise Refusal(404, NO_SUCH_ITEM)
-    return item
+    return found
 
 
 # -- pages --------------------------------------------------------------------------------------

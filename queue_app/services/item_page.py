@@ -62,7 +62,8 @@ def item_page_rows(item: ReviewItem, *, mine: bool, held_by_other: bool) -> Item
     results = run_together(steps)
     decision_columns, (names, reviewer_rows) = split_result(results[0], prefix="reviewer__")
     decisions = build_instances(Decision, decision_columns)
-    joined = [row for row in reviewer_rows if row[names.index("id")] is not None]
+    user_id = names.index("id")  # NULL where the decision carries its reviewer's name
+    joined = [row for row in reviewer_rows if row[user_id] is not None]
     reviewers = {u.pk: u for u in build_instances(user_model, (names, joined))}
     codes = build_instances(ReasonCode, results[1])
     by_id = {code.pk: code for code in codes}
