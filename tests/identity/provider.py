@@ -20,10 +20,10 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from django.db import connection
 
+from tests.ports import free_port
 from tests.worker.conftest import database_url
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
-PROVIDER_PORT = int(os.environ.get("OIDC_TEST_PROVIDER_PORT", "8631"))
 CLIENT_ID = "review-console"
 CLIENT_SECRET = "review-console-secret-for-tests"
 START_ATTEMPTS = 600  # polls of the discovery document, 0.05 s apart at most
@@ -88,7 +88,10 @@ def provider(django_db_blocker, tmp_path_factory) -> Iterator[Provider]:
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     ).decode()
-    issuer = f"http://127.0.0.1:{PROVIDER_PORT}/o"
+    # OIDC_TEST_PROVIDER_PORT pins the port (to watch the provider by hand); otherwise the
+    # kernel picks one, so two test runs on one machine do not collide.
+    port = int(os.environ.get("OIDC_TEST_PROVIDER_PORT") or free_port())
+    issuer = f"http://127.0.0.1:{port}/o"
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "tests.oidc_provider.settings",
@@ -108,7 +111,7 @@ def provider(django_db_blocker, tmp_path_factory) -> Iterator[Provider]:
             "-m",
             "django",
             "runserver",
-            f"127.0.0.1:{PROVIDER_PORT}",
+            f"127.0.0.1:{port}",
             "--noreload",
         ],
         cwd=PROJECT_DIR,

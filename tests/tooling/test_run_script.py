@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -22,17 +21,13 @@ import psycopg
 import pytest
 from django.db import connection
 
+from tests.ports import free_port
+
 REPO = Path(__file__).resolve().parents[2]
 SCRATCH_DB = "rc_run_script"
 READY = "    Ctrl-C stops the web server and the apply worker; then `make stop` stops PostgreSQL."
 
 pytestmark = pytest.mark.slow
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
