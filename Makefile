@@ -11,18 +11,19 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 PORT ?= 8000
 
-.PHONY: run test browser lint install stop clean
+.PHONY: run test browser lint install lock stop clean
 
 # pip is twice quiet: setuptools' ten-line notice about editable installs (and warnings about
 # an index folder pip.conf names but this machine lacks) are not steps; errors still show.
-$(VENV)/.installed: pyproject.toml
+# The versions are constraints.txt's: what the suite last passed with (`make lock` renews them).
+$(VENV)/.installed: pyproject.toml constraints.txt
 	@if [ -x $(PY) ]; then echo "==> using virtualenv $(VENV)"; \
 	else echo "==> creating virtualenv $(VENV)"; python3 -m venv $(VENV) || { \
 	  echo "==> could not create $(VENV): install Python 3.11+ with venv (Debian: apt-get install python3-venv)"; \
 	  exit 1; }; fi
-	@echo "==> installing Python packages (pip install -e '.[dev]', a minute on first use)"
+	@echo "==> installing Python packages (pip install -c constraints.txt -e '.[dev]', a minute on first use)"
 	@$(VENV)/bin/pip install --quiet --quiet --upgrade pip
-	@$(VENV)/bin/pip install --quiet --quiet -e '.[dev]'
+	@$(VENV)/bin/pip install --quiet --quiet -c constraints.txt -e '.[dev]'
 	@touch $@
 
 install: $(VENV)/.installed
@@ -44,6 +45,18 @@ browser: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# The newest versions pyproject.toml allows, resolved in a scratch virtualenv and written to
+# constraints.txt (its comment lines kept). Then `make test`, and commit both.
+LOCK_VENV := var/lock-venv
+lock:
+	@echo "==> resolving the newest versions pyproject.toml allows (scratch virtualenv $(LOCK_VENV))"
+	@rm -rf $(LOCK_VENV) && python3 -m venv $(LOCK_VENV)
+	@$(LOCK_VENV)/bin/pip install --quiet --quiet --upgrade pip
+	@$(LOCK_VENV)/bin/pip install --quiet --quiet -e '.[dev]'
+	@{ grep '^#' constraints.txt; $(LOCK_VENV)/bin/pip freeze --exclude-editable; } > constraints.txt.new
+	@mv constraints.txt.new constraints.txt && rm -rf $(LOCK_VENV)
+	@echo "==> wrote constraints.txt; now make test (it installs them), then commit it"
 
 # Stop the embedded PostgreSQL under var/pg (make run and make test leave it running).
 stop:
