@@ -516,6 +516,8 @@ def start_together(
 
 
 def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now, picked by the kernel (so two runs
+    on one machine never reach for the same one); the tests' servers use it too."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from django.db import connection
 
-from tests.ports import free_port
+from bench.common import free_port
 from tests.worker.conftest import database_url
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]

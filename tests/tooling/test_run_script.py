@@ -21,7 +21,7 @@ import psycopg
 import pytest
 from django.db import connection
 
-from tests.ports import free_port
+from bench.common import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 SCRATCH_DB = "rc_run_script"
