@@ -63,10 +63,20 @@ def closure(root: str, extras: set[str]) -> dict[str, str]:
     return seen
 
 
-def test_every_installed_dependency_is_pinned_at_its_installed_version():
-    pinned = pins((REPO / "constraints.txt").read_text())
-    installed = closure(PROJECT, {"dev"})
-    installed.pop(PROJECT)  # the project itself: installed from the checkout, never pinned
+@pytest.fixture(scope="module")
+def pinned() -> dict[str, str]:
+    return pins((REPO / "constraints.txt").read_text())
+
+
+@pytest.fixture(scope="module")
+def installed() -> dict[str, str]:
+    """The project's dependencies as installed; the project itself (from the checkout) left out."""
+    found = closure(PROJECT, {"dev"})
+    found.pop(PROJECT)
+    return found
+
+
+def test_every_installed_dependency_is_pinned_at_its_installed_version(pinned, installed):
     missing = sorted(set(installed) - set(pinned))
     assert not missing, f"not in constraints.txt (run make lock): {missing}"
     differing = {
@@ -77,9 +87,7 @@ def test_every_installed_dependency_is_pinned_at_its_installed_version():
     assert not differing, f"pinned, installed: {differing} (make install, or make lock)"
 
 
-def test_nothing_is_pinned_that_the_project_does_not_install():
-    pinned = pins((REPO / "constraints.txt").read_text())
-    installed = closure(PROJECT, {"dev"})
+def test_nothing_is_pinned_that_the_project_does_not_install(pinned, installed):
     assert not set(pinned) - set(installed), "stale pins: make lock"
 
 
