@@ -21,7 +21,7 @@ from queue_app.admin.filters import (
 )
 from queue_app.admin.forms import OverturnForm
 from queue_app.datetimes import local_text
-from queue_app.errors import ReviewError
+from queue_app.errors import AlreadySuperseded, ReviewError
 from queue_app.exports import export_lines
 from queue_app.models import (
     AppliedDecision,
@@ -229,6 +229,11 @@ class DecisionAdmin(ReadOnlyAdmin):
                     reason_code=form.cleaned_data["reason_code"],
                     note=form.cleaned_data["note"],
                 )
+            except AlreadySuperseded:
+                # Another admin's overturn committed between the check above and this one's
+                # lock: answer as if this POST had come after it (the same page, the same 409).
+                superseded_by = Decision.objects.get(supersedes_id=decision.pk)
+                return self._already_overturned(request, decision, superseded_by)
             except ReviewError as exc:
                 form.add_error(None, exc.message)
             else:

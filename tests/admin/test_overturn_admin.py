@@ -153,9 +153,42 @@ def test_two_admins_overturning_at_once_get_one_row_and_one_clear_refusal(approv
         return response.status_code, response.content.decode()
 
     results = run_in_threads(2, overturn)
-    assert sorted(status for status, _ in results) == [200, 302]
-    refused = next(body for status, body in results if status == 200)
-    assert "That decision has already been overturned" in refused
+    # Whether the loser's POST began before or after the winner committed, it gets one answer.
+    assert sorted(status for status, _ in results) == [302, 409]
+    refused = next(body for status, body in results if status == 409)
+    assert "it has already been overturned by" in refused
+    assert Decision.objects.filter(supersedes=approved).count() == 1
+
+
+def test_an_overturn_committed_after_the_page_checked_gets_the_same_refusal(
+    approved, compliance, root, monkeypatch
+):
+    # The view looks for an overturn, then the service locks the decision and looks again.
+    # Another admin's overturn landing between the two gets the answer a later POST gets.
+    from queue_app import services
+
+    checked = services.four_eyes_refusal
+    raced = []
+
+    def overturned_meanwhile(**kwargs):
+        if not raced:
+            raced.append(
+                overturn_decision(
+                    decision_id=approved.pk,
+                    admin=root,
+                    corrected_verdict="reject",
+                    reason_code="reviewer_error",
+                )
+            )
+        return checked(**kwargs)
+
+    monkeypatch.setattr(services, "four_eyes_refusal", overturned_meanwhile)
+    response = _post(client_for(compliance), approved)
+    assert raced
+    assert response.status_code == 409
+    body = response.content.decode()
+    assert f"overturn #{raced[0].pk}" in body
+    assert 'id="overturn-form"' not in body
     assert Decision.objects.filter(supersedes=approved).count() == 1
 
 
