@@ -351,7 +351,7 @@ def fetch_prepared(statement: str, params: dict[str, Any]) -> list[dict[str, Any
     run_together). The apply worker's effect claim takes a few milliseconds to plan and a
     tenth of one to run (bench/profile_apply.py).
     """
-    names, rows = _prepared_result(statement, params)
+    names, rows = prepared_result(statement, params)
     return [dict(zip(names, row, strict=True)) for row in rows]
 
 
@@ -359,10 +359,12 @@ def fetch_prepared_instances(model: type[M], statement: str, params: dict[str, A
     """fetch_prepared's one server-bound statement, its rows built into model instances: for
     reads every request makes (its session, its user), where compiling the ORM's query cost
     more client CPU than the read."""
-    return build_instances(model, _prepared_result(statement, params))
+    return build_instances(model, prepared_result(statement, params))
 
 
-def _prepared_result(statement: str, params: dict[str, Any]) -> Result:
+def prepared_result(statement: str, params: dict[str, Any]) -> Result:
+    """One server-bound statement's (column names, rows), for a caller that builds more than
+    one model from each row (split_result, build_instances)."""
     db = connections[DEFAULT_DB_ALIAS]
     db.close_if_health_check_failed()
     db.ensure_connection()
@@ -531,7 +533,7 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         """The item with its queue attached and may_review set (whether the user may review
         that queue), in one prepared statement; None if there is no such item."""
         queue_model = self.model._meta.get_field("queue").related_model
-        result = _prepared_result(
+        result = prepared_result(
             _item_with_queue_statement(queue_model),
             {"item_id": item_id, "owner_id": user_id},
         )

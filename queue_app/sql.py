@@ -1098,13 +1098,16 @@ SELECT h.* FROM queue_app_holdreason AS h
 """
 
 # -- every signed-in request (queue_app/identity/sessions.py and backends.py) ---------------------
-# The two reads Django makes before any view: the session, and the user it names. The same rows
-# and conditions as Django's own (a session not yet expired by the web server's clock, the user
-# by primary key), bound on the server and prepared after a few runs, so no request compiles
-# an ORM query for them.
-SESSION_ROW = """
-SELECT s.session_key, s.session_data, s.expire_date
-  FROM django_session AS s
+# The two reads Django makes before any view, the session and the user it names, in one: the
+# same rows and conditions as Django's own (a session not yet expired by the web server's
+# clock, the user by primary key), bound on the server and prepared after a few runs, so no
+# request compiles an ORM query for them. {user_columns}: the user model's columns, each as
+# "user__<column>"; no user row (none named, or deleted since) leaves them NULL. USER_ROW is
+# the user alone, for a session whose row names no user or another one than its data.
+SESSION_WITH_USER = """
+SELECT s.session_key, s.session_data, s.expire_date, s.user_id, {user_columns}
+  FROM queue_app_session AS s
+  LEFT JOIN auth_user AS u ON u.id = s.user_id
  WHERE s.session_key = %(session_key)s AND s.expire_date > %(now)s
 """
 

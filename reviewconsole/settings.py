@@ -74,7 +74,8 @@ MIDDLEWARE = [
     "reviewconsole.idle_sessions.IdleSessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Django's, given the user the session's read brought along (queue_app/identity/sessions.py).
+    "queue_app.identity.sessions.AuthenticationMiddleware",
     # request.user.is_verified(): whether this session proved a second factor (django-otp).
     "django_otp.middleware.OTPMiddleware",
     # A session whose provider no longer admits the user ends (mozilla-django-oidc).
@@ -263,7 +264,8 @@ SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=True)
 if env.bool("TRUST_X_FORWARDED_PROTO", default=False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_HTTPONLY = True
-# Django's database sessions, read with a prepared statement (queue_app/identity/sessions.py).
+# Django's database sessions, kept with the user they sign in, so that one prepared statement
+# reads a request's session and its user (queue_app/identity/sessions.py, ReviewSession).
 SESSION_ENGINE = "queue_app.identity.sessions"
 
 # Sessions end after SESSION_IDLE_MINUTES without a request: a request pushes the expiry forward

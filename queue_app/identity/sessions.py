@@ -1,30 +1,122 @@
-"""Django's database sessions, read with a prepared statement instead of an ORM query.
+"""Database sessions whose one read brings the signed-in user with the session.
 
-Every signed-in request loads its session before anything else happens. Django's store reads
-it through the ORM, which compiles the same query afresh each time: a measurable share of a
-console page's client CPU (bench/NOTES.md, B8). This store reads the same row, on the same
-conditions, through sql.SESSION_ROW; everything else (saving, rotating, expiry, clearing) is
-Django's own. The table, the cookie and the stored data are unchanged, so sessions carry over
-in both directions when SESSION_ENGINE is switched.
+Every signed-in request loads its session, then the user the session names, before anything
+else happens: two statements, and on the reviewer's cycle a measurable share of its client and
+server CPU (bench/NOTES.md, B8). The sessions live in queue_app.ReviewSession, Django's session
+row with the user's id beside the data, so one prepared statement (sql.SESSION_WITH_USER)
+reads the session and joins its user. AuthenticationMiddleware below hands that user to the
+backends' get_user (identity/backends.signed_in_user) for the one request that read it; Django's
+own get_user still decides, as always, whether the session signs anyone in (the backend, the
+session's auth hash, whether the user is active).
+
+Everything else (saving, rotating, expiry, clearing, the cookie and the encoded data) is
+Django's database store's own.
 """
 
 from __future__ import annotations
 
+import contextvars
+from functools import cache
+from typing import Any
+
+from django.contrib import auth
+from django.contrib.auth import SESSION_KEY, get_user_model
+from django.contrib.auth.middleware import AuthenticationMiddleware as DjangoAuthentication
 from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionStore
-from django.contrib.sessions.models import Session
+from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.functional import SimpleLazyObject
 
 from queue_app import sql
-from queue_app.managers import fetch_prepared_instances
+from queue_app.managers import build_instances, prepared_result, split_result
+
+_USER_PREFIX = "user__"
+
+#: The session store whose read get_user may use, while Django's get_user runs.
+_reading: contextvars.ContextVar[Any] = contextvars.ContextVar("session_being_read", default=None)
+
+
+@cache
+def _session_with_user_statement(user_model: type) -> str:
+    """sql.SESSION_WITH_USER with the user's columns, as the model has them."""
+    columns = ", ".join(
+        f'u."{field.column}" AS "{_USER_PREFIX}{field.column}"'
+        for field in user_model._meta.concrete_fields
+    )
+    return sql.SESSION_WITH_USER.format(user_columns=columns)
+
+
+def _named_user_id(data: dict[str, Any]) -> int | None:
+    """The id of the user the session's data signs in, or None."""
+    try:
+        return int(data[SESSION_KEY])
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 class SessionStore(DatabaseSessionStore):
-    def _get_session_from_db(self) -> Session | None:
-        rows = fetch_prepared_instances(
-            self.model, sql.SESSION_ROW, {"session_key": self.session_key, "now": timezone.now()}
+    def __init__(self, session_key: str | None = None) -> None:
+        super().__init__(session_key)
+        #: (user id, the user or None) as the session's read found them; None before a read,
+        #: or when the row names no user.
+        self.user_read: tuple[int, Any] | None = None
+
+    @classmethod
+    def get_model_class(cls) -> type:
+        from queue_app.models import ReviewSession
+
+        return ReviewSession
+
+    def create_model_instance(self, data: dict[str, Any]) -> Any:
+        session = super().create_model_instance(data)
+        session.user_id = _named_user_id(data)
+        return session
+
+    def _get_session_from_db(self) -> Any:
+        user_model = get_user_model()
+        result = prepared_result(
+            _session_with_user_statement(user_model),
+            {"session_key": self.session_key, "now": timezone.now()},
         )
-        if not rows:
+        own, user_columns = split_result(result, prefix=_USER_PREFIX)
+        sessions = build_instances(self.model, own)
+        if not sessions:
             # As Django's store does: a missing or expired session starts a new one.
             self._session_key = None
             return None
-        return rows[0]
+        session = sessions[0]
+        if session.user_id is not None:
+            # No user row (deleted since) is an answer too: nobody to sign in.
+            users = build_instances(user_model, user_columns)
+            found = users[0] if users and users[0].pk is not None else None
+            self.user_read = (session.user_id, found)
+        return session
+
+
+def user_read_with_session(user_id: Any) -> tuple[bool, Any]:
+    """(True, the user or None) if the session get_user is reading named user_id in its row;
+    (False, None) otherwise, and the caller reads the user itself."""
+    store = _reading.get()
+    read = getattr(store, "user_read", None)
+    if read is None or str(read[0]) != str(user_id):
+        return False, None
+    return True, read[1]
+
+
+def get_user(request: HttpRequest) -> Any:
+    """Django's get_user, given the user its session's read brought along (once a request)."""
+    if not hasattr(request, "_cached_user"):
+        token = _reading.set(request.session)
+        try:
+            request._cached_user = auth.get_user(request)
+        finally:
+            _reading.reset(token)
+    return request._cached_user
+
+
+class AuthenticationMiddleware(DjangoAuthentication):
+    """Django's AuthenticationMiddleware, its request.user read through get_user above."""
+
+    def process_request(self, request: HttpRequest) -> None:
+        super().process_request(request)
+        request.user = SimpleLazyObject(lambda: get_user(request))

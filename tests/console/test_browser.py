@@ -329,7 +329,7 @@ def test_the_home_page_offers_nothing_to_press_on_an_empty_queue(
 def test_the_heartbeat_says_reload_when_the_session_ended_and_leaves_the_form_alone(
     page: Page, live_server, alice, queue
 ):
-    from django.contrib.sessions.models import Session
+    from queue_app.models import ReviewSession as Session
 
     (item,) = make_items(queue, 1)
     browser_login(page, live_server, "alice")

@@ -7,11 +7,11 @@ from datetime import timedelta
 
 import pytest
 from django.conf import settings
-from django.contrib.sessions.backends.db import SessionStore
-from django.contrib.sessions.models import Session
 from django.test import Client
 from django.utils import timezone
 
+from queue_app.identity.sessions import SessionStore
+from queue_app.models import ReviewSession as Session
 from queue_app.services import claim_next
 from tests.conftest import make_items
 
@@ -103,11 +103,10 @@ def test_a_deactivated_user_is_signed_out_on_their_next_request(alice_client: Cl
     assert response["Location"].startswith("/accounts/login/")
 
 
-def test_the_session_and_user_are_read_by_one_named_statement_each(alice_client: Client):
+def _statements_of(client: Client, path: str = "/") -> list[str]:
+    """The statements a signed-in GET sends, each as one line of text."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
-
-    from queue_app import sql
 
     connection.ensure_connection()
     # Unprepared, so that the query log keeps each statement's text (psycopg has none to give
@@ -116,17 +115,67 @@ def test_the_session_and_user_are_read_by_one_named_statement_each(alice_client:
     connection.connection.prepare_threshold = None
     try:
         with CaptureQueriesContext(connection) as ctx:
-            assert alice_client.get("/").status_code == 200
+            assert client.get(path).status_code == 200
     finally:
         connection.connection.prepare_threshold = threshold
+    return [" ".join((q["sql"] or "").split()) for q in ctx.captured_queries]
 
-    def text(statement: str) -> str:
-        # The statement as psycopg sends it: %(name)s placeholders become $1, $2, ...
-        return " ".join(statement.replace("%(session_key)s", "$1").replace("%(now)s", "$2").split())
 
-    first, second = (" ".join(q["sql"].split()) for q in ctx.captured_queries[:2])
-    assert first == text(sql.SESSION_ROW)
-    assert second == " ".join(sql.USER_ROW.replace("%(user_id)s", "$1").split())
+def test_the_session_and_its_user_are_read_by_one_named_statement(alice_client: Client):
+    from django.contrib.auth import get_user_model
+
+    from queue_app import sql
+    from queue_app.identity.sessions import _session_with_user_statement
+
+    statements = _statements_of(alice_client)
+    # The statement as psycopg sends it: %(name)s placeholders become $1, $2, ...
+    expected = _session_with_user_statement(get_user_model())
+    expected = expected.replace("%(session_key)s", "$1").replace("%(now)s", "$2")
+    assert statements[0] == " ".join(expected.split())
+    user_row = " ".join(sql.USER_ROW.replace("%(user_id)s", "$1").split())
+    assert user_row not in statements
     # Django's ORM reads of the same rows are not made as well.
-    assert not any('FROM "django_session"' in (q["sql"] or "") for q in ctx.captured_queries)
-    assert not any('FROM "auth_user"' in (q["sql"] or "") for q in ctx.captured_queries)
+    assert not any('FROM "queue_app_session"' in q for q in statements)
+    assert not any('FROM "auth_user"' in q for q in statements)
+
+
+def test_a_session_row_naming_another_user_than_its_data_signs_in_the_datas(
+    alice_client: Client, alice, bob
+):
+    # The column is a shortcut to a read, never who is signed in: the data decides.
+    from queue_app import sql
+
+    Session.objects.filter(session_key=_key(alice_client)).update(user=bob)
+    statements = _statements_of(alice_client)
+    assert " ".join(sql.USER_ROW.replace("%(user_id)s", "$1").split()) in statements
+    response = alice_client.get("/")
+    assert response.wsgi_request.user == alice
+
+
+def test_signing_in_stores_the_user_with_the_session_and_signing_out_removes_it(alice):
+    client = Client()
+    assert (
+        client.post("/accounts/login/", {"username": "alice", "password": "pw-alice"}).status_code
+        == 302
+    )
+    assert Session.objects.get(session_key=_key(client)).user_id == alice.pk
+    client.post("/accounts/logout/")
+    assert not Session.objects.filter(user=alice).exists()
+
+
+def test_a_deleted_users_sessions_go_with_them(alice_client: Client, alice):
+    assert Session.objects.filter(user=alice).exists()
+    alice.delete()
+    assert not Session.objects.filter(user=alice.pk).exists()
+    response = alice_client.get("/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/")
+
+
+def test_a_changed_password_still_ends_the_other_sessions(alice_client: Client, alice):
+    # Django's session auth hash is checked on the user the session's read brought along.
+    alice.set_password("a-new-password-for-alice")
+    alice.save()
+    response = alice_client.get("/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/")

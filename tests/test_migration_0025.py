@@ -1,0 +1,94 @@
+"""Migration 0025 moves live sessions to queue_app_session, each with its user's id.
+
+Nobody is signed out by the deploy: a session signed in before it still signs its user in
+after it. Run for real, with the schema editor Django's migrate uses, on rows written the way
+the old store wrote them.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.conf import settings
+from django.contrib.sessions.backends.db import SessionStore as OldStore
+from django.contrib.sessions.models import Session as OldSession
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.test import Client
+from django.utils import timezone
+
+from queue_app.models import ReviewSession
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+BEFORE = [("queue_app", "0024_item_evidence_hash")]
+AFTER = [("queue_app", "0025_sessions_with_user")]
+
+
+def migrate(target) -> None:
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(target)
+
+
+def executor_leaf():
+    return MigrationExecutor(connection).loader.graph.leaf_nodes()
+
+
+@pytest.fixture
+def before_0025():
+    """The schema as it was before 0025; the suite gets the newest schema back afterwards."""
+    migrate(BEFORE)
+    yield
+    migrate(executor_leaf())
+
+
+def _old_session(data: dict, *, expires_in: timedelta) -> str:
+    store = OldStore()
+    store.update(data)
+    store.set_expiry(timezone.now() + expires_in)
+    store.save()
+    return store.session_key
+
+
+def test_live_sessions_carry_over_with_their_user_and_expired_ones_stay_behind(before_0025, alice):
+    key = _old_session(
+        {
+            "_auth_user_id": str(alice.pk),
+            "_auth_user_backend": "queue_app.identity.backends.PasswordBackend",
+            "_auth_user_hash": alice.get_session_auth_hash(),
+        },
+        expires_in=timedelta(minutes=20),
+    )
+    anonymous = _old_session({"note": "no one"}, expires_in=timedelta(minutes=20))
+    expired = _old_session({"_auth_user_id": str(alice.pk)}, expires_in=timedelta(minutes=-1))
+
+    migrate(AFTER)
+
+    carried = {s.session_key: s.user_id for s in ReviewSession.objects.all()}
+    assert carried[key] == alice.pk
+    assert carried[anonymous] is None
+    assert expired not in carried
+    assert OldSession.objects.filter(session_key=expired).exists()
+
+    # The browser holding the old cookie is still signed in.
+    browser = Client()
+    browser.cookies[settings.SESSION_COOKIE_NAME] = key
+    assert browser.get("/").wsgi_request.user == alice
+
+
+def test_backwards_the_live_sessions_go_back(alice):
+    new = ReviewSession.objects.create(
+        session_key="k" * 32,
+        session_data=OldStore().encode({"_auth_user_id": str(alice.pk)}),
+        expire_date=timezone.now() + timedelta(minutes=20),
+        user=alice,
+    )
+    try:
+        migrate(BEFORE)
+        assert OldSession.objects.get(session_key=new.session_key).get_decoded() == {
+            "_auth_user_id": str(alice.pk)
+        }
+    finally:
+        migrate(executor_leaf())
