@@ -30,11 +30,13 @@ DEPLOY = ROOT / "deploy"
 UNITS = sorted((DEPLOY / "systemd").iterdir())
 
 
-def test_there_is_a_unit_for_the_web_the_worker_and_the_checkpoint_timer():
+def test_there_is_a_unit_for_the_web_the_worker_and_each_timer():
     assert [u.name for u in UNITS] == [
         "reviewconsole-apply.service",
         "reviewconsole-checkpoint.service",
         "reviewconsole-checkpoint.timer",
+        "reviewconsole-clearsessions.service",
+        "reviewconsole-clearsessions.timer",
         "reviewconsole-web.service",
     ]
 
@@ -78,8 +80,14 @@ def test_the_units_run_commands_that_exist():
     assert "KillSignal=SIGTERM" in apply
     stamp = (DEPLOY / "systemd/reviewconsole-checkpoint.service").read_text()
     assert "manage.py checkpoint --emit" in stamp
+    sweep = (DEPLOY / "systemd/reviewconsole-clearsessions.service").read_text()
+    assert "manage.py clearsessions" in sweep
     # The options the units pass are the commands' own (a renamed flag fails here).
-    for command, flag in [("checkpoint", "--emit"), ("run_apply_worker", "--checkpoint-every")]:
+    for command, flag in [
+        ("checkpoint", "--emit"),
+        ("run_apply_worker", "--checkpoint-every"),
+        ("clearsessions", "--help"),
+    ]:
         out = subprocess.run(
             [sys.executable, "manage.py", command, "--help"],
             cwd=ROOT,

@@ -179,3 +179,18 @@ def test_a_changed_password_still_ends_the_other_sessions(alice_client: Client, 
     response = alice_client.get("/")
     assert response.status_code == 302
     assert response["Location"].startswith("/accounts/login/")
+
+
+def test_clearsessions_deletes_the_expired_sessions_and_keeps_the_live_ones(alice_client: Client):
+    # What deploy/systemd/reviewconsole-clearsessions.service runs every night.
+    from django.core.management import call_command
+
+    live = _key(alice_client)
+    gone = SessionStore()
+    gone["note"] = "left open on a shared machine"
+    gone.set_expiry(timezone.now() - timedelta(minutes=1))
+    gone.save()
+    assert Session.objects.filter(session_key=gone.session_key).exists()
+    call_command("clearsessions")
+    assert not Session.objects.filter(session_key=gone.session_key).exists()
+    assert Session.objects.filter(session_key=live).exists()
