@@ -753,11 +753,16 @@ class DecisionManager(models.Manager["Decision"]):
         return self._built(recorded)
 
     def _built(self, result: Result) -> Decision:
-        from queue_app.models import ReasonCode
+        from queue_app.models import Queue, ReasonCode
 
         decision_columns, reason_columns = split_result(result, prefix="reason__")
+        decision_columns, queue_columns = split_result(decision_columns, prefix=_QUEUE_PREFIX)
         decision = build_instances(self.model, decision_columns)[0]
         decision.reason_code = build_instances(ReasonCode, reason_columns)[0]
+        if queue_columns[0]:
+            # The one-statement decide returns what a Next claim needs of the queue (the rest
+            # of its fields deferred): the decision's queue, in its cache.
+            decision.queue = build_instances(Queue, queue_columns)[0]
         return decision
 
 

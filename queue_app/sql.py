@@ -537,9 +537,18 @@ CLOSE_AND_RECORD_DECISION = _RECORD_DECISION.format(
             AND %(qa_draw)s::numeric * 10000 < q.qa_rate * 100 * 18446744073709551616)
            IS TRUE AS qa_sampled,
            CASE WHEN policy.needs_check THEN i.due_at END AS due_at,
-           q.slug AS queue_slug
+           q.slug AS queue_slug, q.name AS queue_name, q.lease_ttl AS queue_lease_ttl,
+           q.release_skip AS queue_release_skip,
+           q.escalation_threshold AS queue_escalation_threshold,
+           q.escalation_queue_id AS queue_escalation_queue_id
 )""",
-    returning=", src.queue_slug",
+    # What the console's Next claim needs of the queue, so that a decide and the claim after
+    # it read the queue in no round trip of their own (console/views.py, item_decide).
+    returning=""", src.queue_slug,
+       src.queue_id AS queue__id, src.queue_slug AS queue__slug, src.queue_name AS queue__name,
+       src.queue_lease_ttl AS queue__lease_ttl, src.queue_release_skip AS queue__release_skip,
+       src.queue_escalation_threshold AS queue__escalation_threshold,
+       src.queue_escalation_queue_id AS queue__escalation_queue_id""",
 )
 
 # Move abandoned items (leased escalation_threshold times without a decision, and not under a

@@ -42,7 +42,7 @@ from queue_app.errors import (
 from queue_app.evidence import item_evidence_hash
 from queue_app.forms import DecisionForm, LeaseForm
 from queue_app.managers import fetch_prepared_instances
-from queue_app.models import REVIEW_VERDICTS, ItemState, Queue, ReviewItem
+from queue_app.models import REVIEW_VERDICTS, Decision, ItemState, Queue, ReviewItem
 from queue_app.rules import warnings_for
 from queue_app.services import (
     claim_next_id,
@@ -139,6 +139,17 @@ def _queue_for(request: HttpRequest, slug: str) -> Queue:
     if not found[0].may_review:
         raise Refusal(403, "You do not have access to this queue. Ask an admin to add you.")
     return found[0]
+
+
+_MAX_ID = 2**63 - 1
+
+
+def _posted_id(value: str | None) -> int | None:
+    """A posted row id (a bigint), or None for anything else: absent, empty, not a number."""
+    if value is None or not value.isascii() or not value.isdigit():
+        return None
+    number = int(value)
+    return number if 0 < number <= _MAX_ID else None
 
 
 def _queue_of_item(request: HttpRequest, item_id: int) -> Queue:
@@ -375,11 +386,19 @@ def _handoff_context(request: HttpRequest, item: ReviewItem) -> dict[str, Any]:
 @console_view
 def item_decide(request: HttpRequest, item_id: int) -> HttpResponse:
     """Record my verdict on an item I hold, then open the next item of the same queue."""
-    # The item's queue and the access rule, not the item: the decide statement reads the row
-    # itself, fenced by the lease token and the evidence hash. A page with errors reads it.
-    queue = _queue_of_item(request, item_id)
+    # The queue the page showed the item in goes straight to the decide statement, which checks
+    # it (the item is in it, and the reviewer may review it) as it checks the lease token, and
+    # returns what the Next claim after it needs of the queue. Without it (a page from before
+    # it was posted) the queue and the access rule are read first. Every refusal below answers
+    # as the page without it would have: the queue and the access rule first (404, 403).
+    queue = None
+    posted_queue_id = _posted_id(request.POST.get("queue"))
+    if posted_queue_id is None:
+        queue = _queue_of_item(request, item_id)
     form = DecisionForm(request.POST)
     if not form.is_valid():
+        if queue is None:
+            queue = _queue_of_item(request, item_id)
         if "lease_token" in form.errors:
             messages.error(request, StaleLease.message)
             return redirect("item", item_id=item_id)
@@ -390,16 +409,22 @@ def item_decide(request: HttpRequest, item_id: int) -> HttpResponse:
         return _render_item(request, _item_for(request, item_id), form=form, status=400)
     data = form.cleaned_data
     try:
-        decision = submit_decision(
-            item_id=item_id,
-            reviewer=request.user,
-            lease_token=data["lease_token"],
-            verdict=data["verdict"],
-            reason_code=data["reason_code"],
-            evidence_hash=data["evidence_hash"],
-            note=data["note"],
-            queue_id=queue.pk,
-        )
+        try:
+            decision = submit_decision(
+                item_id=item_id,
+                reviewer=request.user,
+                lease_token=data["lease_token"],
+                verdict=data["verdict"],
+                reason_code=data["reason_code"],
+                evidence_hash=data["evidence_hash"],
+                note=data["note"],
+                queue_id=queue.pk if queue is not None else posted_queue_id,
+            )
+        except ReviewError:
+            if queue is None:
+                # Nothing was written; say it as the page without the posted queue would.
+                queue = _queue_of_item(request, item_id)
+            raise
     except (StaleLease, EvidenceChanged) as exc:
         # Show the item as it is now: someone else's, decided, or with the new evidence.
         messages.error(request, exc.message)
@@ -413,6 +438,11 @@ def item_decide(request: HttpRequest, item_id: int) -> HttpResponse:
         f"Recorded {decision.get_verdict_display().lower()} ({decision.reason_code.label}) "
         f"on item #{item_id}.",
     )
+    if queue is None:
+        # The one-statement decide brought the queue back; the two-statement one did not.
+        queue = decision.queue if Decision.queue.is_cached(decision) else None
+        if queue is None:
+            queue = _queue_of_item(request, item_id)
     return _open_next(request, queue)
 
 

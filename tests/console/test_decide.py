@@ -25,6 +25,7 @@ def form(item: ReviewItem, **overrides: str) -> dict[str, str]:
     data = {
         "lease_token": str(item.lease_token),
         "evidence_hash": shown_hash(item),
+        "queue": str(item.queue_id),
         "verdict": "approve",
         "reason_code": "verified",
         "note": "",
@@ -56,23 +57,73 @@ def test_it_records_the_decision_and_opens_the_next_item(alice_client: Client, a
     assert f"Recorded approve (verified) on item #{first.pk}." in page
 
 
-def test_deciding_and_opening_the_next_item_costs_twelve_statements(
+def _decide_statements(client: Client, item: ReviewItem, data: dict[str, str]) -> list[str]:
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.post(f"/items/{item.pk}/decide/", data)
+    assert response.status_code == 302
+    assert Decision.objects.filter(item=item).count() == 1
+    return [" ".join(q["sql"].split()) for q in ctx.captured_queries]
+
+
+def test_deciding_and_opening_the_next_item_costs_ten_statements(
     alice_client: Client, alice, queue
+):
+    first, second = make_items(queue, 2)
+    claim_next(queue=queue, reviewer=alice)
+    statements = _decide_statements(alice_client, first, form(first))
+    # The session with its user; BEGIN, the timeouts, the close and insert in one statement
+    # (which checks the posted queue and the access rule, and returns the reason code for the
+    # message and what the claim needs of the queue), COMMIT; BEGIN, the claim's guard, renew,
+    # claim, COMMIT. No read of the item, its queue, the user or the reason code of their own.
+    assert len(statements) == 10, statements
+    assert not any(s.startswith('SELECT "queue_app_reasoncode"') for s in statements)
+    assert not any(s.startswith("SELECT i.*") for s in statements), "the item row was read"
+    assert not any(s.startswith("SELECT q.*") for s in statements), "the queue was read"
+    second.refresh_from_db()
+    assert (second.state, second.lease_owner_id) == ("leased", alice.pk)
+
+
+def test_a_page_from_before_the_posted_queue_reads_the_queue_first(
+    alice_client: Client, alice, queue
+):
+    first, second = make_items(queue, 2)
+    claim_next(queue=queue, reviewer=alice)
+    data = form(first)
+    del data["queue"]
+    statements = _decide_statements(alice_client, first, data)
+    assert len(statements) == 11, statements
+    assert statements[1].startswith("SELECT q.*")
+    second.refresh_from_db()
+    assert (second.state, second.lease_owner_id) == ("leased", alice.pk)
+
+
+@pytest.mark.parametrize("posted", ["", "abc", "-1", "0", "1.5", "٣", str(2**63), "9" * 40])
+def test_a_malformed_posted_queue_is_taken_as_none_posted(
+    alice_client: Client, alice, queue, posted
 ):
     first, _second = make_items(queue, 2)
     claim_next(queue=queue, reviewer=alice)
-    data = form(first)
-    with CaptureQueriesContext(connection) as ctx:
-        response = alice_client.post(f"/items/{first.pk}/decide/", data)
-    assert response.status_code == 302
-    statements = [" ".join(q["sql"].split()) for q in ctx.captured_queries]
-    # Session, user; the item's queue with the access rule (not the item: the decide statement
-    # reads it, fenced); BEGIN, the timeouts, the close and insert in one statement (which
-    # checks access and returns the reason code for the message), COMMIT; BEGIN, the claim's
-    # guard, renew, claim, COMMIT. No separate access check, no reason code read.
-    assert len(statements) == 12, statements
-    assert not any(s.startswith('SELECT "queue_app_reasoncode"') for s in statements)
-    assert not any(s.startswith("SELECT i.*") for s in statements), "the item row was read"
+    statements = _decide_statements(alice_client, first, form(first, queue=posted))
+    assert statements[1].startswith("SELECT q.*")
+
+
+def test_another_queue_posted_records_nothing_and_says_the_item_moved_on(
+    alice_client: Client, alice, queue
+):
+    # Someone who may review both queues posts the other one: the decide statement checks the
+    # item is in the posted queue, as it checks the token. Nothing is written, no claim made.
+    other_queue = queue.escalation_queue
+    (item,) = make_items(queue, 1)
+    make_items(other_queue, 1)
+    claim_next(queue=queue, reviewer=alice)
+    response = alice_client.post(
+        f"/items/{item.pk}/decide/", form(item, queue=str(other_queue.pk)), follow=True
+    )
+    assert response.redirect_chain == [(f"/items/{item.pk}/", 302)]
+    assert not Decision.objects.exists()
+    assert not ReviewItem.objects.filter(queue=other_queue, state="leased").exists()
+    item.refresh_from_db()
+    assert (item.state, item.lease_owner_id) == ("leased", alice.pk)
 
 
 def test_the_last_decision_sends_me_home_with_a_message(alice_client: Client, alice, queue):
