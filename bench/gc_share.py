@@ -100,20 +100,14 @@ class ConsoleCycle:
         return match.group(0)
 
     def __call__(self) -> None:
-        page = self.client.get(self.path).content.decode()
-        token = re.search(r'name="lease_token" value="([^"]+)"', page)
-        shown = re.search(r'name="evidence_hash" value="([^"]+)"', page)
-        if token is None or shown is None:
+        from bench.web import decision_fields
+
+        fields = decision_fields(self.client.get(self.path).content.decode())
+        if "lease_token" not in fields or "evidence_hash" not in fields:
             raise RuntimeError("item page without a decision form")
         decided = self.client.post(
             self.path + "decide/",
-            {
-                "lease_token": token.group(1),
-                "evidence_hash": shown.group(1),
-                "verdict": "approve",
-                "reason_code": "ok",
-                "note": "",
-            },
+            {**fields, "verdict": "approve", "reason_code": "ok", "note": ""},
         )
         self.path = self._item_path(decided)
 

@@ -2,9 +2,10 @@
 
 A bounded load script (standard library only): each simulated reviewer logs in once at
 /accounts/login/, presses Next (POST /queues/web/next/), then repeats what a reviewer does:
-open the item page, post the decision form (lease_token, evidence_hash, verdict, reason_code,
-note). The decide view records the verdict, claims the next item and redirects to it, so one
-cycle is two requests, and "next" is only timed when a reviewer starts. First a closed loop
+open the item page, post the decision form (its hidden inputs, as a browser would: the lease
+token, the evidence hash, the queue; then verdict, reason_code, note). The decide view records
+the verdict, claims the next item and redirects to it, so one cycle is two requests, and
+"next" is only timed when a reviewer starts. First a closed loop
 finds the maximum rate; then paced loops at 50% and 90% of it record p50/p99 per page.
 Peak memory is the sum of VmHWM over gunicorn's master and workers. Loopback only.
 
@@ -15,6 +16,7 @@ Peak memory is the sum of VmHWM over gunicorn's master and workers. Loopback onl
 from __future__ import annotations
 
 import argparse
+import html
 import http.client
 import os
 import re
@@ -103,16 +105,14 @@ class Reviewer:
         t1 = time.perf_counter()
         status, _, page = self.request("GET", self.current)
         t2 = time.perf_counter()
-        token = re.search(r'name="lease_token" value="([^"]+)"', page)
-        evidence = re.search(r'name="evidence_hash" value="([^"]+)"', page)
-        if status != 200 or not token or not evidence:
+        fields = decision_fields(page) if status == 200 else {}
+        if "lease_token" not in fields or "evidence_hash" not in fields:
             raise RuntimeError(f"item page without a decision form ({status})")
         status, headers, _ = self.request(
             "POST",
             self.current.rstrip("/") + "/decide/",
             {
-                "lease_token": token.group(1),
-                "evidence_hash": evidence.group(1),
+                **fields,
                 "verdict": "approve",
                 # The form posts the reason's code (templates/jinja2/console/item.html).
                 "reason_code": "ok",
@@ -127,6 +127,24 @@ class Reviewer:
         # The decide view claims the next item and redirects to it (home when the queue is empty).
         self.current = _item_path(status, headers)
         return True
+
+
+_INPUT = re.compile(r"<input\b[^>]*>")
+_ATTRIBUTE = re.compile(r'\b(name|value)="([^"]*)"')
+
+
+def decision_fields(page: str) -> dict[str, str]:
+    """What a browser posts of the decision form's own inputs: the lease token, the evidence
+    hash and whatever else the page puts there (the queue, the CSRF token), by name. The
+    minimal app's page has only its two inputs, in a form of its own."""
+    start = page.find('id="decision-form"')
+    form = page[start : page.find("</form>", start)] if start >= 0 else page
+    fields = {}
+    for tag in _INPUT.findall(form):
+        attributes = dict(_ATTRIBUTE.findall(tag))
+        if "name" in attributes and ('type="hidden"' in tag or "type=" not in tag):
+            fields[attributes["name"]] = html.unescape(attributes.get("value", ""))
+    return fields
 
 
 def _item_path(status: int, headers: dict[str, str]) -> str | None:

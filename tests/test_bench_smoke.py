@@ -193,3 +193,22 @@ def _smoke_run(script: str, result_name: str, *args: str) -> dict:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(written.read_text())
+
+
+def test_the_load_generator_posts_the_decision_forms_own_inputs():
+    from bench.web import decision_fields
+
+    ours = (
+        '<form id="logout-form"><input type="hidden" name="csrfmiddlewaretoken" value="a"></form>'
+        '<form id="decision-form" method="post"><input type="hidden" name="lease_token" value="t">'
+        '<input type="hidden" name="evidence_hash" value="h">'
+        '<input type="hidden" name="queue" value="7">'
+        '<input type="radio" name="verdict" value="approve"></form>'
+        '<form id="hold-form"><input type="hidden" name="lease_token" value="other"></form>'
+    )
+    assert decision_fields(ours) == {"lease_token": "t", "evidence_hash": "h", "queue": "7"}
+    minimal = (
+        '<form method="post"><input name="lease_token" value="t">'
+        '<input name="evidence_hash" value="h"></form>'
+    )
+    assert decision_fields(minimal) == {"lease_token": "t", "evidence_hash": "h"}
