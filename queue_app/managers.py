@@ -532,11 +532,19 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
     def with_queue_and_access(self, *, item_id: int, user_id: int) -> ReviewItem | None:
         """The item with its queue attached and may_review set (whether the user may review
         that queue), in one prepared statement; None if there is no such item."""
+        statement, params = self.with_queue_and_access_statement(item_id=item_id, user_id=user_id)
+        return self.built_with_queue(prepared_result(statement, params))
+
+    def with_queue_and_access_statement(
+        self, *, item_id: int, user_id: int
+    ) -> tuple[str, dict[str, Any]]:
+        """with_queue_and_access's statement, for a caller that sends it with others."""
         queue_model = self.model._meta.get_field("queue").related_model
-        result = prepared_result(
-            _item_with_queue_statement(queue_model),
-            {"item_id": item_id, "owner_id": user_id},
-        )
+        return _item_with_queue_statement(queue_model), {"item_id": item_id, "owner_id": user_id}
+
+    def built_with_queue(self, result: Result) -> ReviewItem | None:
+        """The item with_queue_and_access's statement returned, its queue attached, or None."""
+        queue_model = self.model._meta.get_field("queue").related_model
         item_columns, queue_columns = split_result(result, prefix=_QUEUE_PREFIX)
         items = build_instances(self.model, item_columns)
         if not items:

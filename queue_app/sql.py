@@ -1106,6 +1106,23 @@ SELECT h.* FROM queue_app_holdreason AS h
  ORDER BY h.label
 """
 
+# The same rows in the item's own round trip (services/item_page.read_item_page): the page's
+# statements go with the item's read, before its queue is known to Python, so each reads it
+# from the item. The lease holder's name comes whoever holds it; the page shows it only to
+# someone else than the holder. What they return for an item the user may not see is dropped
+# unread, with the item (the 404 is decided from the item's row).
+_QUEUE_OF_PAGE_ITEM = (
+    "(SELECT pi.queue_id FROM queue_app_reviewitem AS pi WHERE pi.id = %(item_id)s)"
+)
+PAGE_ITEM_REASON_CODES = ITEM_REASON_CODES.replace("%(queue_id)s", _QUEUE_OF_PAGE_ITEM)
+PAGE_ITEM_EVIDENCE_RULES = QUEUE_EVIDENCE_RULES.replace("%(queue_id)s", _QUEUE_OF_PAGE_ITEM)
+PAGE_ITEM_HOLD_REASONS = QUEUE_HOLD_REASONS.replace("%(queue_id)s", _QUEUE_OF_PAGE_ITEM)
+PAGE_ITEM_LEASE_HOLDER = LEASE_HOLDER.replace(
+    "%(owner_id)s",
+    "(SELECT pi.lease_owner_id FROM queue_app_reviewitem AS pi"
+    " WHERE pi.id = %(item_id)s AND pi.state = 'leased')",
+)
+
 # -- every signed-in request (queue_app/identity/sessions.py and backends.py) ---------------------
 # The two reads Django makes before any view, the session and the user it names, in one: the
 # same rows and conditions as Django's own (a session not yet expired by the web server's

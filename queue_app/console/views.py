@@ -45,12 +45,14 @@ from queue_app.managers import fetch_prepared_instances
 from queue_app.models import REVIEW_VERDICTS, Decision, ItemState, Queue, ReviewItem
 from queue_app.rules import warnings_for
 from queue_app.services import (
+    PageResults,
     claim_next_id,
     handoff_refusal,
     item_handoff,
     item_page_rows,
     lanes_for_user,
     queues_for_user,
+    read_item_page,
     release_lease,
     renew_lease,
     submit_decision,
@@ -264,14 +266,24 @@ def queue_next(request: HttpRequest, slug: str) -> HttpResponse:
 @console_view
 def item_detail(request: HttpRequest, item_id: int) -> HttpResponse:
     """Show an item's evidence and history, with the decision form if I hold its lease."""
-    return _render_item(request, _item_for(request, item_id))
+    user = request.user
+    # The item and every row its page shows in one round trip; the rest is dropped unread when
+    # the item is not the user's to see (_reviewable's one answer, as _item_for gives it).
+    item, read = (
+        read_item_page(item_id=item_id, user_id=user.pk) if user.is_active else (None, None)
+    )
+    return _render_item(request, _reviewable(item), read=read)
 
 
 def _render_item(
-    request: HttpRequest, item: ReviewItem, form: DecisionForm | None = None, status: int = 200
+    request: HttpRequest,
+    item: ReviewItem,
+    form: DecisionForm | None = None,
+    status: int = 200,
+    read: PageResults | None = None,
 ) -> HttpResponse:
     try:
-        return _render_item_page(request, item, form, status)
+        return _render_item_page(request, item, form, status, read)
     except OperationalError:
         raise  # busy or down, not this item's fault: console_view says "try again"
     except Exception:
@@ -309,13 +321,17 @@ def _item_unavailable(request: HttpRequest, item_id: int) -> HttpResponse:
 
 
 def _render_item_page(
-    request: HttpRequest, item: ReviewItem, form: DecisionForm | None, status: int
+    request: HttpRequest,
+    item: ReviewItem,
+    form: DecisionForm | None,
+    status: int,
+    read: PageResults | None,
 ) -> HttpResponse:
     now = timezone.now()
     mine = item.state == ItemState.LEASED and item.lease_owner_id == request.user.pk
     # A leased row always has an expiry (check constraint item_lease_columns_match_state).
     held_by_other = item.state == ItemState.LEASED and not mine and item.lease_expires > now
-    rows = item_page_rows(item, mine=mine, held_by_other=held_by_other)
+    rows = item_page_rows(item, mine=mine, held_by_other=held_by_other, read=read)
     context: dict[str, Any] = {
         "title": item.subject,
         "item": item,

@@ -30,7 +30,7 @@ from queue_app.services.escalation import escalate_abandoned, open_escalation
 from queue_app.services.handoff import handoff_refusal, item_handoff
 from queue_app.services.holds import hold_item, hold_reasons_for, resume_hold
 from queue_app.services.intake import create_item, replace_evidence
-from queue_app.services.item_page import ItemPageRows, item_page_rows
+from queue_app.services.item_page import ItemPageRows, PageResults, item_page_rows, read_item_page
 from queue_app.services.lanes import (
     adjudicate,
     claim_lane_task,
@@ -62,6 +62,7 @@ __all__ = [
     "NOTE_MAX_LENGTH",
     "SUBJECT_HISTORY_LIMIT",
     "ItemPageRows",
+    "PageResults",
     "User",
     "adjudicate",
     "attachment_by_digest",
@@ -92,6 +93,7 @@ __all__ = [
     "overturn_decision",
     "put_attachment",
     "queues_for_user",
+    "read_item_page",
     "reason_codes_for",
     "record_qa_review",
     "record_reveal",

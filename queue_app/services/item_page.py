@@ -19,7 +19,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 
 from queue_app import sql
-from queue_app.managers import build_instances, run_together, split_result
+from queue_app.managers import Result, build_instances, run_together, split_result
 from queue_app.models import (
     REVIEW_VERDICTS,
     Decision,
@@ -40,26 +40,52 @@ class ItemPageRows:
     hold_reasons: list[HoldReason] = field(default_factory=list)
 
 
-def item_page_rows(item: ReviewItem, *, mine: bool, held_by_other: bool) -> ItemPageRows:
+@dataclass
+class PageResults:
+    """What read_item_page read besides the item, for item_page_rows to build."""
+
+    decisions: Result
+    reason_codes: Result
+    evidence_rules: Result
+    hold_reasons: Result
+    lease_holder: Result
+
+
+def read_item_page(*, item_id: int, user_id: int) -> tuple[ReviewItem | None, PageResults]:
+    """The item with its queue and may_review (ReviewItem.objects.with_queue_and_access), and
+    every row its page shows, in one round trip.
+
+    The page's statements go with the item's read and find its queue through it
+    (sql.PAGE_ITEM_*): one round trip for the item page instead of two. The caller decides
+    from the item whether the user may see it; whatever else was read is then dropped.
+    """
+    statement, params = ReviewItem.objects.with_queue_and_access_statement(
+        item_id=item_id, user_id=user_id
+    )
+    item, *rest = run_together(
+        [
+            (statement, params),
+            (sql.ITEM_DECISIONS, params),
+            (sql.PAGE_ITEM_REASON_CODES, params),
+            (sql.PAGE_ITEM_EVIDENCE_RULES, params),
+            (sql.PAGE_ITEM_HOLD_REASONS, params),
+            (sql.PAGE_ITEM_LEASE_HOLDER, params),
+        ]
+    )
+    return ReviewItem.objects.built_with_queue(item), PageResults(*rest)
+
+
+def item_page_rows(
+    item: ReviewItem, *, mine: bool, held_by_other: bool, read: PageResults | None = None
+) -> ItemPageRows:
     """Read the decisions (with their reasons and authors), the queue's evidence rules and,
     for the lease holder, the form's reason codes and hold reasons; name the lease holder on
-    item.lease_owner when it is someone else."""
+    item.lease_owner when it is someone else. read: what read_item_page already read with
+    the item, built here instead of read again."""
     user_model = get_user_model()
-    params: dict[str, Any] = {
-        "item_id": item.pk,
-        "queue_id": item.queue_id,
-        "owner_id": item.lease_owner_id,
-    }
-    steps = [
-        (sql.ITEM_DECISIONS, params),
-        (sql.ITEM_REASON_CODES, params),
-        (sql.QUEUE_EVIDENCE_RULES, params),
-    ]
-    if mine:
-        steps.append((sql.QUEUE_HOLD_REASONS, params))
-    if held_by_other:
-        steps.append((sql.LEASE_HOLDER, params))
-    results = run_together(steps)
+    if read is None:
+        read = _read_rows(item, mine=mine, held_by_other=held_by_other)
+    results = [read.decisions, read.reason_codes, read.evidence_rules]
     decision_columns, (names, reviewer_rows) = split_result(results[0], prefix="reviewer__")
     decisions = build_instances(Decision, decision_columns)
     user_id = names.index("id")  # NULL where the decision carries its reviewer's name
@@ -86,9 +112,37 @@ def item_page_rows(item: ReviewItem, *, mine: bool, held_by_other: bool) -> Item
             and code.verdict in REVIEW_VERDICTS
             and code.retired_at is None
         ]
-        rows.hold_reasons = build_instances(HoldReason, results[3])
+        rows.hold_reasons = build_instances(HoldReason, read.hold_reasons)
     if held_by_other:
-        holders = build_instances(user_model, results[-1])
-        if holders:
+        holders = build_instances(user_model, read.lease_holder)
+        # read_item_page read the holder in a statement of its own: the one the item names.
+        if holders and holders[0].pk == item.lease_owner_id:
             item.lease_owner = holders[0]
     return rows
+
+
+def _read_rows(item: ReviewItem, *, mine: bool, held_by_other: bool) -> PageResults:
+    """The page's rows for an item already read (views._render_item after a refused write)."""
+    params: dict[str, Any] = {
+        "item_id": item.pk,
+        "queue_id": item.queue_id,
+        "owner_id": item.lease_owner_id,
+    }
+    steps = [
+        (sql.ITEM_DECISIONS, params),
+        (sql.ITEM_REASON_CODES, params),
+        (sql.QUEUE_EVIDENCE_RULES, params),
+    ]
+    if mine:
+        steps.append((sql.QUEUE_HOLD_REASONS, params))
+    if held_by_other:
+        steps.append((sql.LEASE_HOLDER, params))
+    results = run_together(steps)
+    nothing: Result = ((), [])
+    return PageResults(
+        decisions=results[0],
+        reason_codes=results[1],
+        evidence_rules=results[2],
+        hold_reasons=results[3] if mine else nothing,
+        lease_holder=results[-1] if held_by_other else nothing,
+    )

@@ -223,11 +223,52 @@ def test_its_query_count_does_not_grow_with_history(alice_client, alice, bob, su
 
     make_items(queue, 1, prefix="live")
     held = claim_next(queue=queue, reviewer=alice)
-    # Session and user; then the item with its queue and whether I may review it (one
-    # statement, sql.ITEM_WITH_QUEUE_AND_ACCESS); then earlier decisions with their pre-0007
-    # authors' names, the reason codes, evidence rules and the hold form's reasons (one round
-    # trip, console/item_page.py).
-    assert queries(held.pk) <= 7
+    # The session with its user; then the item with its queue and whether I may review it
+    # (sql.ITEM_WITH_QUEUE_AND_ACCESS), earlier decisions with their pre-0007 authors' names,
+    # the reason codes, evidence rules, the hold form's reasons and the lease holder's name
+    # (one round trip, services/item_page.read_item_page).
+    assert queries(held.pk) == 7
+
+
+def test_the_item_page_is_two_round_trips(alice_client, alice, bob, queue, monkeypatch):
+    from tests.test_round_trips import _socket_waits
+
+    mine, theirs = make_items(queue, 2)
+    claim_next(queue=queue, reviewer=alice)
+    claim_next(queue=queue, reviewer=bob)
+    for item in (mine, theirs):
+        alice_client.get(f"/items/{item.pk}/")  # anything a first request does once
+    waits = _socket_waits(monkeypatch)
+    page = alice_client.get(f"/items/{mine.pk}/")
+    assert 'id="decision-form"' in page.content.decode()
+    # One for the session with its user, one for the item with everything its page shows.
+    assert len(waits) == 2
+    waits.clear()
+    page = alice_client.get(f"/items/{theirs.pk}/").content.decode()
+    assert "bob is reviewing this item" in page
+    assert len(waits) == 2
+
+
+def test_another_queues_item_is_not_found_though_its_rows_came_with_it(
+    outsider_client, alice, queue
+):
+    # read_item_page reads the item's rows with the item; the 404 is decided from the item,
+    # and nothing of the rest reaches the page.
+    (item,) = make_items(queue, 1)
+    claimed = claim_next(queue=queue, reviewer=alice)
+    submit_decision(
+        item_id=claimed.pk,
+        reviewer=alice,
+        lease_token=claimed.lease_token,
+        verdict="approve",
+        reason_code="verified",
+        evidence_hash=shown_hash(item),
+        note="a note only the queue's reviewers may read",
+    )
+    response = outsider_client.get(f"/items/{item.pk}/")
+    assert response.status_code == 404
+    assert b"a note only the queue" not in response.content
+    assert b"verified" not in response.content
 
 
 def test_items_of_queues_granted_to_my_api_client_are_shown(queue, client):
