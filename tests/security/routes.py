@@ -154,7 +154,9 @@ def _kwarg_names(route: Route) -> set[str]:
 
 def _form_for(key: str, world: World) -> dict[str, str]:
     if key == "item-decide":
-        return {k: str(v) for k, v in decision_body(world.held).items()}
+        # As the page posts it: with the queue it showed the item in (console/views.item_decide).
+        body = decision_body(world.held, queue=world.held.queue_id)
+        return {k: str(v) for k, v in body.items()}
     if key in ("item-release", "item-renew"):
         return {"lease_token": str(world.held.lease_token)}
     if key == "item-hold":  # issue 15: alice's lease, a kyc hold reason, back in an hour

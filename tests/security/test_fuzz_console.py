@@ -22,7 +22,7 @@ from tests.security.strategies import FUZZ, MISSING, form, form_field
 
 pytestmark = pytest.mark.django_db
 
-DECISION_FIELDS = ["lease_token", "evidence_hash", "verdict", "reason_code", "note"]
+DECISION_FIELDS = ["lease_token", "evidence_hash", "queue", "verdict", "reason_code", "note"]
 REASONS = ["verified", "within_tolerance", "fraud", "document_expired", "policy_gap"]
 # The same examples on every run: a regression the fuzzing can find is found every time, not in
 # some runs (a forged token on the held item was drawn in about 4 runs of 10). The explicit
@@ -43,6 +43,11 @@ def stage(world: World, bob, queue) -> dict[str, object]:
             str(uuid.uuid4()),
         ],
         "hashes": [shown_hash(world.held), shown_hash(bobs), "0" * 64, "F" * 64],
+        # The item's own queue, the queues of the other items, ids no queue has, non-ids.
+        "queues": [
+            *sorted({str(i.queue_id) for i in (world.held, bobs, world.robot_held, world.pending)}),
+            *["0", "-1", "999999", str(2**63), "1e3", " 1"],
+        ],
     }
 
 
@@ -75,6 +80,7 @@ def test_the_decision_form_survives_hostile_posts(alice_client, world, stage, da
     honest = {
         "lease_token": str(world.held.lease_token),
         "evidence_hash": shown_hash(world.held),
+        "queue": str(world.held.queue_id),
         "verdict": "approve",
         "reason_code": "verified",
         "note": "checked the passport",
@@ -82,6 +88,7 @@ def test_the_decision_form_survives_hostile_posts(alice_client, world, stage, da
     hostile = {
         "lease_token": form_field(st.sampled_from(stage["tokens"])),
         "evidence_hash": form_field(st.sampled_from(stage["hashes"])),
+        "queue": form_field(st.sampled_from(stage["queues"])),
         "verdict": form_field(st.sampled_from(["approve", "reject", "escalate", "overturn"])),
         "reason_code": form_field(st.sampled_from(REASONS)),
         "note": form_field(st.just("")),
@@ -154,6 +161,7 @@ def test_the_decision_form_refuses_a_foreign_token_on_the_held_item(
     posted = {
         "lease_token": _foreign(stage, which),
         "evidence_hash": shown_hash(world.held),
+        "queue": str(world.held.queue_id),
         "verdict": "approve",
         "reason_code": "verified",
         "note": "",
