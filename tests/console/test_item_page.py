@@ -80,17 +80,25 @@ def test_a_pending_item_is_read_only_with_a_next_button(alice_client, queue):
     assert 'id="next-form"' in html
 
 
-def test_a_decided_item_shows_its_decisions(alice_client, alice, queue):
+def _decided(queue, reviewer, *, verdict: str, reason_code: str, note: str) -> ReviewItem:
+    """A new item of the queue, claimed and decided by the reviewer as shown."""
     (item,) = make_items(queue, 1)
-    claimed = claim_next(queue=queue, reviewer=alice)
+    claimed = claim_next(queue=queue, reviewer=reviewer)
     submit_decision(
         item_id=item.pk,
-        reviewer=alice,
+        reviewer=reviewer,
         lease_token=claimed.lease_token,
-        verdict="reject",
-        reason_code="fraud",
+        verdict=verdict,
+        reason_code=reason_code,
         evidence_hash=shown_hash(item),
-        note="Second <b>passport</b> on file",
+        note=note,
+    )
+    return item
+
+
+def test_a_decided_item_shows_its_decisions(alice_client, alice, queue):
+    item = _decided(
+        queue, alice, verdict="reject", reason_code="fraud", note="Second <b>passport</b> on file"
     )
     html = alice_client.get(f"/items/{item.pk}/").content.decode()
     assert "Decided on" in html
@@ -254,15 +262,11 @@ def test_another_queues_item_is_not_found_though_its_rows_came_with_it(
 ):
     # read_item_page reads the item's rows with the item; the 404 is decided from the item,
     # and nothing of the rest reaches the page.
-    (item,) = make_items(queue, 1)
-    claimed = claim_next(queue=queue, reviewer=alice)
-    submit_decision(
-        item_id=claimed.pk,
-        reviewer=alice,
-        lease_token=claimed.lease_token,
+    item = _decided(
+        queue,
+        alice,
         verdict="approve",
         reason_code="verified",
-        evidence_hash=shown_hash(item),
         note="a note only the queue's reviewers may read",
     )
     response = outsider_client.get(f"/items/{item.pk}/")
