@@ -85,13 +85,12 @@ def item_page_rows(
     user_model = get_user_model()
     if read is None:
         read = _read_rows(item, mine=mine, held_by_other=held_by_other)
-    results = [read.decisions, read.reason_codes, read.evidence_rules]
-    decision_columns, (names, reviewer_rows) = split_result(results[0], prefix="reviewer__")
+    decision_columns, (names, reviewer_rows) = split_result(read.decisions, prefix="reviewer__")
     decisions = build_instances(Decision, decision_columns)
     user_id = names.index("id")  # NULL where the decision carries its reviewer's name
     joined = [row for row in reviewer_rows if row[user_id] is not None]
     reviewers = {u.pk: u for u in build_instances(user_model, (names, joined))}
-    codes = build_instances(ReasonCode, results[1])
+    codes = build_instances(ReasonCode, read.reason_codes)
     by_id = {code.pk: code for code in codes}
     for decision in decisions:
         # Set as select_related would: the template reads decision.reason_code.label, and
@@ -102,7 +101,7 @@ def item_page_rows(
         if decision.reviewer_id in reviewers:
             decision.reviewer = reviewers[decision.reviewer_id]
     rows = ItemPageRows(
-        decisions=decisions, evidence_rules=build_instances(EvidenceRule, results[2])
+        decisions=decisions, evidence_rules=build_instances(EvidenceRule, read.evidence_rules)
     )
     if mine:
         rows.reasons = [
