@@ -8,6 +8,12 @@ is units per second of wall time from the moment every process is set up (import
 connection) until the last one finds no work. Deferring (procrastinate) is timed too, for
 context.
 
+A third side, the psycopg floor, drains the same items with B3's floor (bench/cycle.py): our
+cycle's statements in the services' round trips from psycopg alone, with no Django and nothing
+decided in Python between them. What it reaches of procrastinate is the most any Python client
+of our statements could reach here; what ours reaches of it is what Django and the application
+cost on top. It runs in the same rounds, between the other two.
+
 Before each drain both sides' tables are vacuumed and analysed (untimed), so every run starts
 from the same state whatever the server's autovacuum does: the machine's own PostgreSQL 15
 runs with autovacuum off, the embedded 18 with it on, and dead rows left by earlier runs slow
@@ -88,6 +94,15 @@ def _our_worker(args: tuple[int, int], ready) -> tuple[float, float]:
     return time.perf_counter(), peak_rss_mb()
 
 
+def _floor_drainer(args: tuple[int, int, str], ready) -> tuple[float, float]:
+    from bench.cycle import floor_worker
+
+    user_id, queue_id, reason_code = args
+    # No time limit: the floor's loop ends at the first claim that finds nothing.
+    floor_worker((user_id, queue_id, float("inf"), reason_code), ready)
+    return time.perf_counter(), peak_rss_mb()
+
+
 def _vacuum(tables: str) -> None:
     """VACUUM ANALYZE the tables, outside any transaction (see the module docstring)."""
     import psycopg
@@ -131,7 +146,7 @@ def main() -> None:
     scratch_database(bench_database(DB, smoke=args.smoke))
     from django.db import connection
 
-    queue, _reason, users = bench_queue("peer", reviewers=max(clients_list))
+    queue, reason, users = bench_queue("peer", reviewers=max(clients_list))
 
     app, noop = _procrastinate_app()
     with app.open():
@@ -160,6 +175,13 @@ def main() -> None:
             vacuum(OUR_TABLES)
             ours_s, ours_rss = _drain(_our_worker, [(users[i], queue.pk) for i in range(clients)])
 
+            load_pending(queue.pk, units, prefix="peer")
+            connection.close()
+            vacuum(OUR_TABLES)
+            floor_s, _ = _drain(
+                _floor_drainer, [(users[i], queue.pk, reason.code) for i in range(clients)]
+            )
+
             with app.open():
                 t0 = time.perf_counter()
                 for _ in range(units):
@@ -170,13 +192,14 @@ def main() -> None:
             runs.append(
                 {
                     "ours": round(units / ours_s, 1),
+                    "floor": round(units / floor_s, 1),
                     "procrastinate": round(units / peer_s, 1),
                     "procrastinate_defer": round(units / defer_s, 1),
                 }
             )
             print(
                 f"   clients={clients:>2}: ours {units / ours_s:.0f}/s, "
-                f"procrastinate {units / peer_s:.0f}/s",
+                f"psycopg floor {units / floor_s:.0f}/s, procrastinate {units / peer_s:.0f}/s",
                 flush=True,
             )
         ours = statistics.median(r["ours"] for r in runs)
@@ -184,10 +207,15 @@ def main() -> None:
         defer = statistics.median(r["procrastinate_defer"] for r in runs)
         # The median of each run's paired ratio (the two sides ran back to back).
         ratio = statistics.median(r["ours"] / r["procrastinate"] for r in runs)
+        floor = statistics.median(r["floor"] for r in runs)
+        floor_ratio = statistics.median(r["floor"] / r["procrastinate"] for r in runs)
         results["levels"][str(clients)] = {
             "ours_per_second": round(ours, 1),
             "peer_per_second": round(peer, 1),
             "ratio": round(ratio, 2),
+            "floor_per_second": round(floor, 1),
+            "floor_ratio": round(floor_ratio, 2),
+            "ours_of_floor": round(statistics.median(r["ours"] / r["floor"] for r in runs), 2),
             "peer_defer_per_second": round(defer, 1),
             "ours_peak_rss_mb": ours_rss,
             "peer_peak_rss_mb": peer_rss,
@@ -195,7 +223,8 @@ def main() -> None:
         }
         print(
             f"B6 clients={clients:>2}: ours {ours:.0f}/s, procrastinate {peer:.0f}/s "
-            f"(medians of {reps}), ratio {ratio:.2f} (defer {defer:.0f}/s)",
+            f"(medians of {reps}), ratio {ratio:.2f}; psycopg floor {floor:.0f}/s, "
+            f"floor/procrastinate {floor_ratio:.2f} (defer {defer:.0f}/s)",
             flush=True,
         )
     results["peak_rss_mb"] = peak_rss_mb()

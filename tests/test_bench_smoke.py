@@ -97,7 +97,9 @@ EXPECTED = {
     ),
     "peer.py": lambda r: (
         all(
-            level["ours_per_second"] > 0 and level["peer_per_second"] > 0
+            level["ours_per_second"] > 0
+            and level["peer_per_second"] > 0
+            and level["floor_per_second"] > 0
             for level in r["levels"].values()
         )
         and r["peak_rss_mb"] > 0
