@@ -1,12 +1,15 @@
-"""Migration 0025 moves live sessions to queue_app_session, each with its user's id.
+"""Migrations 0025 and 0026: sessions move to queue_app_session, and the old table is emptied.
 
-Nobody is signed out by the deploy: a session signed in before it still signs its user in
-after it. Run for real, with the schema editor Django's migrate uses, on rows written the way
-the old store wrote them.
+0025 copies the live sessions, each with its user's id: nobody is signed out by the deploy, a
+session signed in before it still signs its user in after it. 0026 empties django_session,
+which 0025 left holding copies of every session, and leaves the sessions in use alone. Run for
+real, with the schema editor Django's migrate uses, on rows written the way the old store
+wrote them.
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
@@ -24,6 +27,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 BEFORE = [("queue_app", "0024_item_evidence_hash")]
 AFTER = [("queue_app", "0025_sessions_with_user")]
+AFTER_0026 = [("queue_app", "0026_empty_retired_sessions")]
 
 
 def migrate(target) -> None:
@@ -36,12 +40,26 @@ def executor_leaf():
     return MigrationExecutor(connection).loader.graph.leaf_nodes()
 
 
+@contextmanager
+def schema_at(target):
+    """The schema as it was at target; the suite gets the newest schema back afterwards."""
+    migrate(target)
+    try:
+        yield
+    finally:
+        migrate(executor_leaf())
+
+
 @pytest.fixture
 def before_0025():
-    """The schema as it was before 0025; the suite gets the newest schema back afterwards."""
-    migrate(BEFORE)
-    yield
-    migrate(executor_leaf())
+    with schema_at(BEFORE):
+        yield
+
+
+@pytest.fixture
+def before_0026():
+    with schema_at(AFTER):
+        yield
 
 
 def _old_session(data: dict, *, expires_in: timedelta) -> str:
@@ -85,10 +103,24 @@ def test_backwards_the_live_sessions_go_back(alice):
         expire_date=timezone.now() + timedelta(minutes=20),
         user=alice,
     )
-    try:
-        migrate(BEFORE)
+    with schema_at(AFTER):  # 0026 backwards deletes nothing
+        assert ReviewSession.objects.filter(session_key=new.session_key).exists()
+    with schema_at(BEFORE):
         assert OldSession.objects.get(session_key=new.session_key).get_decoded() == {
             "_auth_user_id": str(alice.pk)
         }
-    finally:
-        migrate(executor_leaf())
+
+
+def test_0026_empties_the_old_table_and_the_sessions_in_use_stay(before_0026, client, alice):
+    signed_in = {"_auth_user_id": str(alice.pk)}
+    _old_session(signed_in, expires_in=timedelta(minutes=20))  # 0025's copy of a live session
+    _old_session(signed_in, expires_in=timedelta(minutes=-1))
+    client.force_login(alice)
+    in_use = client.cookies[settings.SESSION_COOKIE_NAME].value
+    assert OldSession.objects.count() == 2
+
+    migrate(AFTER_0026)
+
+    assert not OldSession.objects.exists()
+    assert ReviewSession.objects.get(session_key=in_use).user_id == alice.pk
+    assert client.get("/").wsgi_request.user == alice
