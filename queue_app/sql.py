@@ -1061,8 +1061,14 @@ SELECT q.*, """
 """
 )
 
-# Once the item is found and the user may see it, the rest of what the page shows comes in one
-# more round trip: the statements below, those the page needs (services/item_page.py).
+# The rest of what an item's page shows, sent with the item's own read in one round trip
+# (services/item_page.py), before its queue is known to Python: each statement finds the
+# queue (and the lease holder) through the item. What they return for an item the user may not
+# see is dropped unread, with the item (the 404 is decided from the item's row).
+_QUEUE_OF_PAGE_ITEM = (
+    "(SELECT pi.queue_id FROM queue_app_reviewitem AS pi WHERE pi.id = %(item_id)s)"
+)
+
 # Decisions oldest first, as the history table lists them, each with the name of who recorded
 # it when it predates reviewer_username (migration 0007): later decisions carry the name as it
 # was when they were made, and need no join. The name only (reviewer__*), never the rest of
@@ -1076,52 +1082,39 @@ SELECT d.*, u.id AS reviewer__id, u.username AS reviewer__username,
  ORDER BY d.id
 """
 
-# The lease holder, named on the page of an item someone else is reviewing. Their name only:
-# the page has no use for the rest of their row (the password hash, above all).
-LEASE_HOLDER = """
-SELECT u.id, u.username, u.first_name, u.last_name FROM auth_user AS u WHERE u.id = %(owner_id)s
+# The lease holder's name, whoever holds the item: the page shows it only to someone else than
+# the holder. Their name only: the page has no use for the rest of their row (the password
+# hash, above all).
+PAGE_ITEM_LEASE_HOLDER = """
+SELECT u.id, u.username, u.first_name, u.last_name
+  FROM auth_user AS u
+ WHERE u.id = (SELECT pi.lease_owner_id FROM queue_app_reviewitem AS pi
+                WHERE pi.id = %(item_id)s AND pi.state = 'leased')
 """
 
 # The reason codes the page names: those of the item's queue (the decision form offers the
 # active ones for the review verdicts, in this order) and those of its decisions, which a
 # decision made before the item moved queues (escalation) may hold from another queue.
-ITEM_REASON_CODES = """
+PAGE_ITEM_REASON_CODES = f"""
 SELECT r.*
   FROM queue_app_reasoncode AS r
- WHERE r.queue_id = ANY (ARRAY(SELECT %(queue_id)s::bigint
+ WHERE r.queue_id = ANY (ARRAY(SELECT {_QUEUE_OF_PAGE_ITEM}::bigint
                                UNION SELECT d.queue_id FROM queue_app_decision AS d
                                       WHERE d.item_id = %(item_id)s))
  ORDER BY r.verdict, r.label
 """
 
 # The queue's evidence rules, in the order the page lists the warnings they raise.
-QUEUE_EVIDENCE_RULES = """
-SELECT e.* FROM queue_app_evidencerule AS e WHERE e.queue_id = %(queue_id)s ORDER BY e.id
+PAGE_ITEM_EVIDENCE_RULES = f"""
+SELECT e.* FROM queue_app_evidencerule AS e WHERE e.queue_id = {_QUEUE_OF_PAGE_ITEM} ORDER BY e.id
 """
 
 # The hold reasons a holder may choose now, by label (services.hold_reasons_for's order).
-QUEUE_HOLD_REASONS = """
+PAGE_ITEM_HOLD_REASONS = f"""
 SELECT h.* FROM queue_app_holdreason AS h
- WHERE h.queue_id = %(queue_id)s AND h.retired_at IS NULL
+ WHERE h.queue_id = {_QUEUE_OF_PAGE_ITEM} AND h.retired_at IS NULL
  ORDER BY h.label
 """
-
-# The same rows in the item's own round trip (services/item_page.read_item_page): the page's
-# statements go with the item's read, before its queue is known to Python, so each reads it
-# from the item. The lease holder's name comes whoever holds it; the page shows it only to
-# someone else than the holder. What they return for an item the user may not see is dropped
-# unread, with the item (the 404 is decided from the item's row).
-_QUEUE_OF_PAGE_ITEM = (
-    "(SELECT pi.queue_id FROM queue_app_reviewitem AS pi WHERE pi.id = %(item_id)s)"
-)
-PAGE_ITEM_REASON_CODES = ITEM_REASON_CODES.replace("%(queue_id)s", _QUEUE_OF_PAGE_ITEM)
-PAGE_ITEM_EVIDENCE_RULES = QUEUE_EVIDENCE_RULES.replace("%(queue_id)s", _QUEUE_OF_PAGE_ITEM)
-PAGE_ITEM_HOLD_REASONS = QUEUE_HOLD_REASONS.replace("%(queue_id)s", _QUEUE_OF_PAGE_ITEM)
-PAGE_ITEM_LEASE_HOLDER = LEASE_HOLDER.replace(
-    "%(owner_id)s",
-    "(SELECT pi.lease_owner_id FROM queue_app_reviewitem AS pi"
-    " WHERE pi.id = %(item_id)s AND pi.state = 'leased')",
-)
 
 # -- every signed-in request (queue_app/identity/sessions.py and backends.py) ---------------------
 # The two reads Django makes before any view, the session and the user it names, in one: the

@@ -62,17 +62,21 @@ def read_item_page(*, item_id: int, user_id: int) -> tuple[ReviewItem | None, Pa
     statement, params = ReviewItem.objects.with_queue_and_access_statement(
         item_id=item_id, user_id=user_id
     )
-    item, *rest = run_together(
-        [
-            (statement, params),
-            (sql.ITEM_DECISIONS, params),
-            (sql.PAGE_ITEM_REASON_CODES, params),
-            (sql.PAGE_ITEM_EVIDENCE_RULES, params),
-            (sql.PAGE_ITEM_HOLD_REASONS, params),
-            (sql.PAGE_ITEM_LEASE_HOLDER, params),
-        ]
-    )
+    item, *rest = run_together([(statement, params), *_page_steps(item_id)])
     return ReviewItem.objects.built_with_queue(item), PageResults(*rest)
+
+
+def _page_steps(item_id: int) -> list[tuple[str, dict[str, Any]]]:
+    """The statements of the page's rows, in PageResults' order; each finds the queue (and the
+    lease holder) through the item."""
+    params = {"item_id": item_id}
+    return [
+        (sql.ITEM_DECISIONS, params),
+        (sql.PAGE_ITEM_REASON_CODES, params),
+        (sql.PAGE_ITEM_EVIDENCE_RULES, params),
+        (sql.PAGE_ITEM_HOLD_REASONS, params),
+        (sql.PAGE_ITEM_LEASE_HOLDER, params),
+    ]
 
 
 def item_page_rows(
@@ -84,7 +88,8 @@ def item_page_rows(
     the item, built here instead of read again."""
     user_model = get_user_model()
     if read is None:
-        read = _read_rows(item, mine=mine, held_by_other=held_by_other)
+        # An item read on its own (views._render_item after a refused write): its rows now.
+        read = PageResults(*run_together(_page_steps(item.pk)))
     decision_columns, (names, reviewer_rows) = split_result(read.decisions, prefix="reviewer__")
     decisions = build_instances(Decision, decision_columns)
     user_id = names.index("id")  # NULL where the decision carries its reviewer's name
@@ -118,30 +123,3 @@ def item_page_rows(
         if holders and holders[0].pk == item.lease_owner_id:
             item.lease_owner = holders[0]
     return rows
-
-
-def _read_rows(item: ReviewItem, *, mine: bool, held_by_other: bool) -> PageResults:
-    """The page's rows for an item already read (views._render_item after a refused write)."""
-    params: dict[str, Any] = {
-        "item_id": item.pk,
-        "queue_id": item.queue_id,
-        "owner_id": item.lease_owner_id,
-    }
-    steps = [
-        (sql.ITEM_DECISIONS, params),
-        (sql.ITEM_REASON_CODES, params),
-        (sql.QUEUE_EVIDENCE_RULES, params),
-    ]
-    if mine:
-        steps.append((sql.QUEUE_HOLD_REASONS, params))
-    if held_by_other:
-        steps.append((sql.LEASE_HOLDER, params))
-    results = run_together(steps)
-    nothing: Result = ((), [])
-    return PageResults(
-        decisions=results[0],
-        reason_codes=results[1],
-        evidence_rules=results[2],
-        hold_reasons=results[3] if mine else nothing,
-        lease_holder=results[-1] if held_by_other else nothing,
-    )
