@@ -456,9 +456,8 @@ def item_decide(request: HttpRequest, item_id: int) -> HttpResponse:
     )
     if queue is None:
         # The one-statement decide brought the queue back; the two-statement one did not.
-        queue = decision.queue if Decision.queue.is_cached(decision) else None
-        if queue is None:
-            queue = _queue_of_item(request, item_id)
+        cached = Decision.queue.is_cached(decision)
+        queue = decision.queue if cached else _queue_of_item(request, item_id)
     return _open_next(request, queue)
 
 
