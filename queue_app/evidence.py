@@ -68,8 +68,10 @@ def attachments_of(value: Any) -> dict[str, Any]:
     return dict(value)
 
 
-def arrival_evidence_hash(*, subject: str, payload: Any) -> str | None:
-    """The evidence hash of a new item (no attachments yet), or None where it can't be known yet.
+def arrival_evidence_hash(
+    *, subject: str, payload: Any, attachments: dict[str, Any] | None = None
+) -> str | None:
+    """The evidence hash of a new item, or None where it can't be known yet.
 
     Computed from the values as written, it equals the hash of the row as read back only if
     jsonb stores the payload's values exactly as they are written, so that they decode to the
@@ -78,7 +80,7 @@ def arrival_evidence_hash(*, subject: str, payload: Any) -> str | None:
     """
     if not _stored_as_written(payload):
         return None
-    return evidence_hash(subject=subject, payload=payload)
+    return evidence_hash(subject=subject, payload=payload, attachments=attachments)
 
 
 # Well inside the 4,300 digits Python reads as an int by default (3,000 bits: 904 digits).

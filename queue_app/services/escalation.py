@@ -9,9 +9,11 @@ an 'auto_escalated' item event.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import IntegrityError, transaction
 
-from queue_app.evidence import arrival_evidence_hash
+from queue_app.evidence import arrival_evidence_hash, attachments_of
 from queue_app.models import Decision, ItemEvent, ItemEventKind, Queue, ReviewItem
 from queue_app.services._common import guard_timeouts, log_extra, logger
 
@@ -35,6 +37,27 @@ def escalate_abandoned(*, limit: int = 500) -> int:
     return len(moved)
 
 
+def carried_from(origin: ReviewItem) -> dict[str, Any]:
+    """Return the columns an item opened from origin takes over: its evidence and its clocks."""
+    # The evidence is the subject, the payload and the files together: the next reviewer
+    # decides on all of it, and the new item's hash attests all of it. The database adds the
+    # origin's files to any escalation row that lacks them (reviewitem_handoff_insert).
+    files = attachments_of(origin.attachments)
+    return {
+        "subject": origin.subject,
+        "payload": origin.payload,
+        "attachments": files,
+        "source_hash": origin.source_hash,
+        "trace_id": origin.trace_id,
+        # The original deadline stands: escalating buys no time.
+        "due_at": origin.due_at,
+        "subject_key": origin.subject_key,
+        "evidence_hash": arrival_evidence_hash(
+            subject=origin.subject, payload=origin.payload, attachments=files
+        ),
+    }
+
+
 def open_escalation(*, decision: Decision, target: Queue) -> tuple[ReviewItem, bool]:
     """Open the item escalating decision in target, once per decision; return (item, created)."""
     origin = decision.item
@@ -46,20 +69,11 @@ def open_escalation(*, decision: Decision, target: Queue) -> tuple[ReviewItem, b
                 item = ReviewItem.objects.create(
                     queue=target,
                     intake_queue=target,
-                    subject=origin.subject,
-                    payload=origin.payload,
                     idempotency_key=None,
-                    source_hash=origin.source_hash,
                     priority=origin.priority + 10,
-                    trace_id=origin.trace_id,
                     escalated_from=origin,
                     escalated_by_decision=decision,
-                    # The original deadline stands (issue 15): escalating buys no time.
-                    due_at=origin.due_at,
-                    subject_key=origin.subject_key,
-                    evidence_hash=arrival_evidence_hash(
-                        subject=origin.subject, payload=origin.payload
-                    ),
+                    **carried_from(origin),
                 )
         except IntegrityError:
             existing = ReviewItem.objects.filter(escalated_by_decision=decision).first()

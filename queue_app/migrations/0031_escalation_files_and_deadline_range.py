@@ -1,0 +1,76 @@
+"""An escalation carries its origin's files.
+
+- The escalation's insert trigger (reviewitem_handoff_insert, from 0015) also adds the
+  origin's attachments to the new row, whatever code inserts it: the senior reviewer decides on
+  the same documents, and an exact copy keeps the row's evidence hash. If the trigger had to
+  add anything, the hash the writer computed did not cover it, so it is cleared (the decide
+  then hashes the row), as item_evidence_hash_cleared does for an update.
+"""
+
+from django.conf import settings
+from django.db import migrations
+
+HANDOFF_INSERT_WITH_FILES = """
+CREATE OR REPLACE FUNCTION queue_app_item_handoff_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  given jsonb;
+BEGIN
+  IF NEW.escalated_from_id IS NOT NULL THEN
+    NEW.excluded_reviewer_ids := ARRAY(
+      SELECT DISTINCT u FROM unnest(
+               coalesce(NEW.excluded_reviewer_ids, '{}')
+               || (SELECT o.excluded_reviewer_ids FROM queue_app_reviewitem AS o
+                    WHERE o.id = NEW.escalated_from_id)
+               || ARRAY(SELECT d.reviewer_id FROM queue_app_decision AS d
+                         WHERE d.item_id = NEW.escalated_from_id)) AS u
+       ORDER BY u);
+    -- The origin's files go with it (its own entries win a name both have). The origin is
+    -- decided, so its attachments are frozen (item_attachments_frozen): this is what was
+    -- decided on.
+    given := coalesce(NEW.attachments, '{}');
+    NEW.attachments := coalesce((SELECT o.attachments FROM queue_app_reviewitem AS o
+                                  WHERE o.id = NEW.escalated_from_id), '{}') || given;
+    IF NEW.attachments::text IS DISTINCT FROM given::text THEN
+      NEW.evidence_hash := NULL;
+    END IF;
+  END IF;
+  IF NEW.lease_owner_id = ANY (NEW.excluded_reviewer_ids) THEN
+    RAISE EXCEPTION 'hand-off: reviewer % may not lease item %: they took part earlier in its chain',
+      NEW.lease_owner_id, NEW.id USING ERRCODE = 'check_violation';
+  END IF;
+  RETURN NEW;
+END;
+$$;
+"""
+
+HANDOFF_INSERT_BEFORE = """
+CREATE OR REPLACE FUNCTION queue_app_item_handoff_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.escalated_from_id IS NOT NULL THEN
+    NEW.excluded_reviewer_ids := ARRAY(
+      SELECT DISTINCT u FROM unnest(
+               coalesce(NEW.excluded_reviewer_ids, '{}')
+               || (SELECT o.excluded_reviewer_ids FROM queue_app_reviewitem AS o
+                    WHERE o.id = NEW.escalated_from_id)
+               || ARRAY(SELECT d.reviewer_id FROM queue_app_decision AS d
+                         WHERE d.item_id = NEW.escalated_from_id)) AS u
+       ORDER BY u);
+  END IF;
+  IF NEW.lease_owner_id = ANY (NEW.excluded_reviewer_ids) THEN
+    RAISE EXCEPTION 'hand-off: reviewer % may not lease item %: they took part earlier in its chain',
+      NEW.lease_owner_id, NEW.id USING ERRCODE = 'check_violation';
+  END IF;
+  RETURN NEW;
+END;
+$$;
+"""
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("queue_app", "0026_empty_retired_sessions"),
+        migrations.swappable_dependency(settings.AUTH_USER_MODEL),
+    ]
+
+    operations = [
+        migrations.RunSQL(HANDOFF_INSERT_WITH_FILES, HANDOFF_INSERT_BEFORE),
+    ]
