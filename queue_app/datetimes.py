@@ -1,4 +1,6 @@
-"""How every page shows a moment: in the viewer's time zone, to the second, zone named.
+"""How every page shows a moment, and the one rule every moment a person or client types obeys.
+
+Shown: in the viewer's time zone, to the second, zone named.
 
 One format for the console, /ops/ and the admin: "2026-11-30 16:20:08 CET". Date and time in
 ISO 8601 order with seconds, because auditors compare the timeline, decisions and exports to
@@ -8,11 +10,33 @@ model fields with the same format (reviewconsole/formats/en/formats.py).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+
+# PostgreSQL's timestamptz input reads offsets up to 15:59 either way; Python's parsers (and
+# pydantic's) take up to 23:59, so a time that passed them could still fail the write.
+MAX_UTC_OFFSET = timedelta(hours=15, minutes=59)
+# Every moment the system is given (deadlines, resume times, export bounds) lies in
+# [EARLIEST, LATEST). Far inside what Python can show in any zone and what a deadline can be
+# pushed by a hold, and the same range as the check on a stored deadline (item_due_at_in_range).
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+LATEST = datetime(3000, 1, 1, tzinfo=UTC)
+
+
+def moment_problem(value: datetime) -> str | None:
+    """Return why a given moment is refused (no time zone, offset, range), or None if it is fine."""
+    offset = value.utcoffset()
+    if value.tzinfo is None or offset is None:
+        return "must carry a time zone (e.g. 2026-12-01T17:00:00Z or +01:00)"
+    if abs(offset) > MAX_UTC_OFFSET:
+        return "must have a time-zone offset between -15:59 and +15:59"
+    if not EARLIEST <= value < LATEST:
+        return "must lie between 2000-01-01 and 2999-12-31 (UTC)"
+    return None
+
 
 # Django date-format syntax; reviewconsole/formats/en/formats.py sets DATETIME_FORMAT to it.
 DATETIME_FORMAT = "Y-m-d H:i:s T"

@@ -2,10 +2,29 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 from django import forms
 
+from queue_app.datetimes import moment_problem
 from queue_app.models import REVIEW_VERDICTS
 from queue_app.services import NOTE_MAX_LENGTH
+
+
+class MomentField(forms.DateTimeField):
+    """A date and time under the rule every time input follows (datetimes.moment_problem).
+
+    Django reads an ISO offset before its input formats (and naive times in TIME_ZONE), so a
+    form can be given any offset Python parses; the rule refuses what PostgreSQL would not.
+    """
+
+    def to_python(self, value: Any) -> datetime | None:
+        """Parse the value, then refuse a moment outside the rule."""
+        moment = super().to_python(value)
+        if moment is not None and (problem := moment_problem(moment)):
+            raise forms.ValidationError(f"The time {problem}.", code="invalid_moment")
+        return moment
 
 
 class LeaseForm(forms.Form):

@@ -20,7 +20,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q, Value
 
-from queue_app.datetimes import local_text
+from queue_app.datetimes import EARLIEST, LATEST, local_text
 from queue_app.jsonutil import ExactDecoder, ExactEncoder
 from queue_app.managers import DecisionManager, ReviewItemManager
 
@@ -490,6 +490,15 @@ class ReviewItem(models.Model):
                     )
                 ),
                 name="item_hold_columns_match_state",
+            ),
+            # A deadline lies where every time input must (datetimes.EARLIEST, LATEST): a year
+            # Python cannot show, or a hold pushing it there, would break every page showing it.
+            models.CheckConstraint(
+                condition=Q(due_at__isnull=True) | Q(due_at__gte=EARLIEST, due_at__lt=LATEST),
+                name="item_due_at_in_range",
+                violation_error_message=(
+                    "The deadline must lie between 2000-01-01 and 2999-12-31 (UTC)."
+                ),
             ),
             # Target of the composite foreign key from Decision (migration 0002).
             models.UniqueConstraint(fields=["id", "queue"], name="item_id_queue"),

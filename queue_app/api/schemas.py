@@ -18,6 +18,7 @@ from ninja import Schema
 from pydantic import AfterValidator, AwareDatetime, Field, Strict, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
+from queue_app.datetimes import moment_problem
 from queue_app.jsonutil import MAX_NUMBER_DIGITS, number_from_text, number_in_bounds
 from queue_app.models import ItemState
 
@@ -100,6 +101,29 @@ def text(min_length: int, max_length: int, pattern: str | None = None) -> Any:
         return value
 
     return Annotated[str, AfterValidator(check), WithJsonSchema(schema)]
+
+
+def _check_moment(value: datetime) -> datetime:
+    problem = moment_problem(value)
+    if problem:
+        raise PydanticCustomError("invalid_moment", problem)
+    return value
+
+
+# A moment with its time zone, under the rule every time input follows (datetimes.moment_problem):
+# an offset PostgreSQL reads and a year inside the stored range, refused here with a 422.
+Moment = Annotated[
+    AwareDatetime,
+    AfterValidator(_check_moment),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "format": "date-time",
+            "description": "ISO 8601 with a time-zone offset between -15:59 and +15:59, "
+            "from 2000-01-01 to 2999-12-31 UTC.",
+        }
+    ),
+]
 
 
 def _check_payload(value: dict[str, Any]) -> dict[str, Any]:
@@ -207,7 +231,7 @@ class ItemIn(Schema):
     idempotency_key: IdempotencyKey
     source_hash: SourceHash
     trace_id: uuid.UUID | None = None
-    due_at: AwareDatetime | None = Field(
+    due_at: Moment | None = Field(
         None,
         description="The deadline, with its time zone. Give this or sla_seconds, not both; "
         "neither: the queue's default SLA, if it has one.",
@@ -399,7 +423,7 @@ class ReleaseOut(Schema):
 class HoldIn(Schema):
     lease_token: uuid.UUID
     reason_code: ReasonCodeText = Field(description="One of the queue's active hold reasons.")
-    hold_until: AwareDatetime = Field(
+    hold_until: Moment = Field(
         description="When the item comes back to the queue, with its time zone: in the future "
         "and at most the queue's maximum hold from now."
     )

@@ -18,7 +18,7 @@ from django.shortcuts import redirect
 from django.utils import timezone
 
 from queue_app.errors import InvalidHoldReason, InvalidHoldTime, StaleLease
-from queue_app.forms import LeaseForm
+from queue_app.forms import LeaseForm, MomentField
 from queue_app.models import DEADLINE_OPEN_STATES, HoldReason, ItemState, Queue, ReviewItem
 from queue_app.services import (
     deadline_words,
@@ -37,7 +37,7 @@ class HoldForm(LeaseForm):
     reason_code = forms.SlugField(
         max_length=64, error_messages={"required": "Choose why the item waits."}
     )
-    hold_until = forms.DateTimeField(
+    hold_until = MomentField(
         input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M"],
         error_messages={
             "required": "Say when the item should come back.",

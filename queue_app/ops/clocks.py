@@ -8,12 +8,12 @@ over the last 24 hours, negative when the decision was late.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from queue_app.managers import fetch_dicts
 from queue_app.models import Queue
 from queue_app.ops import sql
-from queue_app.services.deadlines import deadline_words
+from queue_app.services.deadlines import span_words
 from reviewconsole.routers import read_alias
 
 SLA_WINDOW_HOURS = 24
@@ -64,11 +64,12 @@ def signed_duration(value: timedelta | None) -> str:
     """Say a time-to-deadline: "2 h 5 min left" or "10 min late" ("" for none)."""
     if value is None:
         return ""
-    epoch = datetime(2000, 1, 1, tzinfo=UTC)
-    words = deadline_words(due_at=epoch + value, now=epoch)
-    if words.startswith("due in "):
-        return words[len("due in ") :] + " left"
-    return words[len("overdue by ") :] + " late"
+    # From the seconds alone: a span is no moment, and a date it were added to could leave the
+    # calendar Python knows.
+    seconds = value.total_seconds()
+    if seconds >= 0:
+        return span_words(seconds) + " left"
+    return span_words(-seconds) + " late"
 
 
 def sla_rows(figures: list[SlaFigures]) -> list[dict[str, object]]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from queue_app.errors import InvalidDeadline
+from queue_app.datetimes import LATEST, moment_problem
+from queue_app.errors import InvalidDeadline, InvalidHoldTime
 from queue_app.models import ItemState, Queue
 
 # An SLA longer than five years is a typo, not a service level.
@@ -21,15 +22,14 @@ def initial_due_at(
     """Return a new item's deadline: due_at, else receipt + sla_seconds, else the queue default.
 
     An explicit due_at in the past is kept (the item arrives breached: that is a fact about it,
-    not bad input); a naive due_at, both fields at once, or an SLA out of range is refused.
+    not bad input); a due_at outside the time rule (datetimes.moment_problem), both fields at
+    once, or an SLA out of range is refused.
     """
     if due_at is not None and sla_seconds is not None:
         raise InvalidDeadline("Give either due_at or sla_seconds, not both.")
     if due_at is not None:
-        if due_at.tzinfo is None or due_at.utcoffset() is None:
-            raise InvalidDeadline(
-                "due_at must carry a time zone (e.g. 2026-12-01T17:00:00Z or +01:00)."
-            )
+        if problem := moment_problem(due_at):
+            raise InvalidDeadline(f"due_at {problem}.")
         return due_at
     if sla_seconds is not None:
         low, high = SLA_SECONDS_RANGE
@@ -37,8 +37,30 @@ def initial_due_at(
             raise InvalidDeadline(f"sla_seconds must be between {low} and {high}.")
         return received_at + timedelta(seconds=sla_seconds)
     if queue.default_sla is not None:
+        if queue.default_sla >= LATEST - received_at:
+            # Only a queue configured with a default SLA of centuries gets here.
+            raise InvalidDeadline(
+                f"The queue's default SLA would put the deadline past 2999-12-31 (UTC); "
+                f"fix the queue {queue.slug!r} or send due_at."
+            )
         return received_at + queue.default_sla
     return None
+
+
+DEADLINE_PAST_RANGE = (
+    "Holding until then would move the item's deadline past 2999-12-31 (UTC); "
+    "choose an earlier resume time."
+)
+
+
+def deadline_after_hold(*, due_at: datetime | None, held_for: timedelta) -> datetime | None:
+    """Return the deadline a hold of held_for moves due_at to; InvalidHoldTime past the range."""
+    if due_at is None:
+        return None
+    if held_for >= LATEST - due_at:
+        # The stored range (item_due_at_in_range) would refuse the write; say why instead.
+        raise InvalidHoldTime(DEADLINE_PAST_RANGE)
+    return due_at + held_for
 
 
 def span_words(seconds: float) -> str:

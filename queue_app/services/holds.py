@@ -18,11 +18,12 @@ from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from queue_app.datetimes import moment_problem
 from queue_app.errors import InvalidHoldReason, InvalidHoldTime, NotPermitted, StaleLease
 from queue_app.models import HoldReason, ItemEvent, ItemEventKind, ItemState, Queue, ReviewItem
 from queue_app.services._common import User, guard_timeouts, log_extra, logger, parse_token
 from queue_app.services.access import user_can_review
-from queue_app.services.deadlines import span_words
+from queue_app.services.deadlines import DEADLINE_PAST_RANGE, deadline_after_hold, span_words
 from queue_app.services.leases import explain_stale_lease
 
 
@@ -76,8 +77,8 @@ def _hold(
         raise NotPermitted("You no longer have access to this queue.")
     if not hold_reasons_for(queue=item.queue_id).filter(code=reason_code).exists():
         raise InvalidHoldReason()
-    if hold_until.tzinfo is None:
-        raise InvalidHoldTime("The resume time must carry a time zone.")
+    if problem := moment_problem(hold_until):
+        raise InvalidHoldTime(f"The resume time {problem}.")
     now = timezone.now()
     if not now < hold_until <= now + item.queue.max_hold:
         longest = span_words(item.queue.max_hold.total_seconds())
@@ -85,6 +86,9 @@ def _hold(
             "The resume time must be in the future and no later than "
             f"{longest} from now (this queue's maximum hold)."
         )
+    # The hold moves the deadline by its length: refused here, in words, where the stored
+    # range would refuse the write.
+    deadline_after_hold(due_at=item.due_at, held_for=hold_until - now)
     try:
         with transaction.atomic():
             guard_timeouts()
@@ -100,6 +104,9 @@ def _hold(
         # statement found nothing and item_hold_columns_match_state refused the row.
         if "item_hold_columns_match_state" in str(exc):
             raise InvalidHoldReason() from None
+        # The database clock ran on past the check above and the deadline left its range.
+        if "item_due_at_in_range" in str(exc):
+            raise InvalidHoldTime(DEADLINE_PAST_RANGE) from None
         raise
     if held is None:
         # The fence refused (the usual case), access was revoked since the check above, or

@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
+from queue_app.datetimes import moment_problem
 from queue_app.exports import FORMATS, decisions_between, export_lines
 from queue_app.models import Queue
 
@@ -22,6 +23,8 @@ def _moment(text: str) -> datetime:
         moment = datetime(day.year, day.month, day.day)
     if timezone.is_naive(moment):
         moment = timezone.make_aware(moment, UTC)
+    if problem := moment_problem(moment):
+        raise ValueError(f"{text} ({problem})")
     return moment
 
 
