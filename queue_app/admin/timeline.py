@@ -247,6 +247,7 @@ def _hold_details(kind: str, detail: dict[str, Any]) -> list[str]:
         cause = {
             "hold_ended": "its hold time came",
             "evidence_replaced": "its evidence was replaced",
+            "attachment_put": "a file was attached",
         }.get(detail.get("cause", ""), detail.get("cause", "?"))
         lines.append(f"Back in the queue: {cause}.")
     before, after = detail.get("due_at_before"), detail.get("due_at")

@@ -2,7 +2,7 @@
 
 A put replaces the file under its name the way replace_evidence replaces the payload: under the
 item's row lock, refused once decided, recorded as an item event with the evidence hash before
-and after. The hash covers the item's attachment entries, so a reviewer who opened the item
+and after, and ending a hold (what a hold waits for is usually a document). The hash covers the item's attachment entries, so a reviewer who opened the item
 before the put gets *evidence changed* when they submit.
 """
 
@@ -20,10 +20,11 @@ from queue_app.evidence import attachments_of, item_evidence_hash
 from queue_app.models import ItemEvent, ItemEventKind, ItemState, ReviewItem
 from queue_app.services._common import User, database_now, guard_timeouts, log_extra, logger
 from queue_app.services.access import require_may_send_evidence
+from queue_app.services.holds import resume_hold
 
 
 def put_attachment(*, item_id: int, actor: User, name: str, data: bytes) -> ReviewItem:
-    """Attach (or replace) the file called name on a pending or leased item."""
+    """Attach (or replace) the file called name on an open item; a held item comes back at once."""
     if not attachments.valid_name(name):
         raise InvalidBounds(f"The attachment name must be {attachments.NAME_RULE}.")
     # Decoding and re-encoding happen before any lock is taken, and so does storing: a blob
@@ -65,6 +66,11 @@ def put_attachment(*, item_id: int, actor: User, name: str, data: bytes) -> Revi
                 "evidence_hash": after,
             },
         )
+        if item.state == ItemState.HELD:
+            # The awaited document has arrived: the item goes back to its queue in this
+            # transaction, as it does when its evidence is replaced.
+            resume_hold(item_id=item.pk, actor=actor, cause="attachment_put")
+            item.refresh_from_db()
     logger.info(
         "attachment put",
         extra=log_extra(item_id=item.pk, trace_id=item.trace_id, attachment=name),
