@@ -56,6 +56,27 @@ class CleanFile:
         return {"sha256": self.sha256, "content_type": self.content_type, "size": len(self.content)}
 
 
+# The extensions a file of each type may keep from its name; any other is not the file's.
+NAME_EXTENSIONS = {
+    "image/jpeg": ("jpg", "jpeg"),
+    "image/png": ("png",),
+    "image/webp": ("webp",),
+    PDF: ("pdf",),
+}
+
+
+def download_name(name: str, content_type: str) -> str:
+    """Return the name a file downloads under: its extension is the one its type has.
+
+    The type was read from the bytes; the name is upstream's label. A PDF named statement.html
+    would open as a web page on the reviewer's machine, so it goes as statement.html.pdf.
+    """
+    _stem, dot, extension = name.rpartition(".")
+    if dot and extension.lower() in NAME_EXTENSIONS[content_type]:
+        return name
+    return f"{name}.{EXTENSIONS[content_type]}"
+
+
 def valid_name(name: str) -> bool:
     """Return whether an attachment name follows NAME_RULE."""
     return bool(NAME_PATTERN.fullmatch(name))

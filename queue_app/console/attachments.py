@@ -22,7 +22,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET
 
-from queue_app.attachments import EXTENSIONS, IMAGE_TYPES
+from queue_app.attachments import IMAGE_TYPES, download_name
 from queue_app.console.attachment_cards import REVEALED_SESSION_KEY
 from queue_app.console.views import NO_SUCH_ITEM, Refusal, _item_for, console_view, post_only
 from queue_app.models import LaneKind, LaneTask, ReviewItem
@@ -84,7 +84,7 @@ def attachment_file(request: HttpRequest, item_id: int, sha256: str) -> HttpResp
         raise Refusal(404, NO_SUCH_ATTACHMENT)
     name, entry = found
     content_type = entry["content_type"]
-    filename = name if "." in name else f"{name}.{EXTENSIONS[content_type]}"
+    filename = download_name(name, content_type)
     disposition = "inline" if content_type in IMAGE_TYPES else "attachment"
     response = FileResponse(open_attachment(sha256=sha256), content_type=content_type)
     response["Content-Disposition"] = f"{disposition}; filename*=UTF-8''{quote(filename)}"
