@@ -53,10 +53,18 @@ FIELDS: dict[str, str] = {
     "applied_at": "applied__applied_at",
     # The item's files as "name=sha256" pairs, by name, space-separated ("" for none): the
     # digests evidence_hash covers. A decided item's attachments are frozen (migration 0014),
-    # so these are the files the decision was made over. Last, so older readers keep working.
+    # so these are the files the decision was made over. After the columns older readers know.
     "attachments": "item__attachments",
 }
-COLUMNS = tuple(FIELDS)
+# The decision's link in the log, read from where it lives (see chain_columns); last, so older
+# readers keep working.
+CHAIN_FIELDS = ("seal__batch_id", "seal__batch__batch_hash", "seal__position", "seal__leaf")
+COLUMNS = (*FIELDS, "chain_position", "chain_leaf", "chain_state")
+
+# chain_state: how the decision is anchored in the tamper-evident log (queue_app/chain.py).
+CHAINED = "chained"  # a link of the per-decision chain (recorded before sealed batches)
+SEALED = "sealed"  # a leaf of a sealed batch
+UNSEALED = "unsealed"  # committed, waiting for the sealer's next round: no link yet
 
 
 def decisions_between(
@@ -102,13 +110,46 @@ def export_rows(decisions: QuerySet[Decision]) -> Iterator[dict[str, Any]]:
     rows = (
         decisions.annotate(reviewer_as_decided=Coalesce("reviewer_username", "reviewer__username"))
         .order_by("id")
-        .values_list(*FIELDS.values())
+        .values_list(*FIELDS.values(), *CHAIN_FIELDS)
     )
     for row in rows.iterator(chunk_size=CHUNK_SIZE):
-        *plain, attachments = row
-        yield dict(
-            zip(COLUMNS, [*map(_plain, plain), attachment_digests(attachments)], strict=True)
-        )
+        values = dict(zip(FIELDS, map(_plain, row[: len(FIELDS)]), strict=True))
+        values["attachments"] = attachment_digests(row[len(FIELDS) - 1])
+        values.update(chain_columns(values, *row[len(FIELDS) :]))
+        yield values
+
+
+def chain_columns(
+    values: dict[str, Any],
+    batch_seq: int | None,
+    batch_hash: str | None,
+    position: int | None,
+    leaf: str | None,
+) -> dict[str, Any]:
+    """Return a decision's link in the log: its own chain link, its sealed batch, or none yet.
+
+    A decision sealed in a batch carries no chain_seq of its own (the columns are the old
+    per-decision chain's); its link is the batch (chain_seq, chain_hash: the batch's position
+    and hash) and its leaf there (chain_position, chain_leaf), which seal_decisions --prove
+    turns into an inclusion proof.
+    """
+    if values["chain_seq"] is not None:
+        return {"chain_position": None, "chain_leaf": None, "chain_state": CHAINED}
+    if batch_seq is None:
+        return {
+            "chain_seq": None,
+            "chain_hash": None,
+            "chain_position": None,
+            "chain_leaf": None,
+            "chain_state": UNSEALED,
+        }
+    return {
+        "chain_seq": batch_seq,
+        "chain_hash": batch_hash,
+        "chain_position": position,
+        "chain_leaf": leaf,
+        "chain_state": SEALED,
+    }
 
 
 def attachment_digests(attachments: Any) -> str:

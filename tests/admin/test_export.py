@@ -12,8 +12,9 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from queue_app.apply import apply_one
+from queue_app.chain import seal_all
 from queue_app.exports import COLUMNS
-from queue_app.models import AppliedDecision, Decision
+from queue_app.models import AppliedDecision, ChainEntry, Decision
 from queue_app.services import claim_next, create_item, overturn_decision, submit_decision
 from tests.admin.conftest import client_for, decide
 from tests.conftest import make_items, make_queue, shown_hash
@@ -21,7 +22,7 @@ from tests.test_database_rules import insert_pre_0007_decision
 
 pytestmark = pytest.mark.django_db
 
-NULLABLE = {"supersedes", "corrected_verdict", "applied_at"}
+NULLABLE = {"supersedes", "corrected_verdict", "applied_at", "chain_hash", "chain_leaf"}
 
 
 @pytest.fixture
@@ -39,6 +40,7 @@ def history(queue, alice, bob, compliance, reviewers_group) -> list[Decision]:
         evidence_hash=shown_hash(claimed),
         note='Forged "MRZ", see\nline 2; naïve, €12.50',
     )
+    seal_all()  # the first two sealed, the rest waiting for the sealer
     overturn = overturn_decision(
         decision_id=approved.pk,
         admin=compliance,
@@ -73,8 +75,7 @@ def expected(decision: Decision) -> dict:
         "note": decision.note,
         "supersedes": decision.supersedes_id,
         "corrected_verdict": decision.corrected_verdict,
-        "chain_seq": decision.chain_seq,
-        "chain_hash": decision.chain_hash,
+        **_link(decision),
         "applied_at": applied.applied_at if applied else None,
         "attachments": " ".join(
             f"{name}={entry['sha256']}" for name, entry in sorted(decision.item.attachments.items())
@@ -82,10 +83,33 @@ def expected(decision: Decision) -> dict:
     }
 
 
+def _link(decision: Decision) -> dict:
+    """The chain columns: the decision's sealed entry, or empty and marked while unsealed."""
+    entry = ChainEntry.objects.select_related("batch").filter(decision=decision).first()
+    if entry is None:
+        return dict.fromkeys(("chain_seq", "chain_hash", "chain_position", "chain_leaf")) | {
+            "chain_state": "unsealed"
+        }
+    return {
+        "chain_seq": entry.batch.seq,
+        "chain_hash": entry.batch.batch_hash,
+        "chain_position": entry.position,
+        "chain_leaf": entry.leaf,
+        "chain_state": "sealed",
+    }
+
+
 def _from_text(row: dict) -> dict:
     """Turn an exported row (all text in CSV) back into typed values."""
     out = dict(row)
-    for key in ("decision_id", "item_id", "reviewer_id", "supersedes", "chain_seq"):
+    for key in (
+        "decision_id",
+        "item_id",
+        "reviewer_id",
+        "supersedes",
+        "chain_seq",
+        "chain_position",
+    ):
         out[key] = int(out[key]) if out[key] not in (None, "") else None
     for key in ("created_at", "applied_at"):
         out[key] = datetime.fromisoformat(out[key]) if out[key] else None

@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 from django.utils import timezone
 
+from queue_app import chain
 from queue_app.admin.permissions import admin_group_permissions
 from queue_app.evidence import item_evidence_hash
 from queue_app.models import (
@@ -401,9 +402,13 @@ class Command(BaseCommand):
                 made += created
         attached = self._attach_demo_documents(items)
         decided = self._second_person_demo(recon, items)
+        # The demo's decisions are sealed with them, so the audit export shows each one's link
+        # from the start; the apply worker (make run starts one) seals every later decision.
+        sealed = chain.seal_all(wait=True)
         self.stdout.write(
             f"Seeded demo data: {made} new items, {attached} new attachments, "
-            f"{decided} new decisions by {DEMO_MAKER} for the Checks and QA lanes."
+            f"{decided} new decisions by {DEMO_MAKER} for the Checks and QA lanes "
+            f"({sealed} sealed into the decision log)."
         )
         if password:
             self.stdout.write(
