@@ -2,8 +2,9 @@
 
 A put replaces the file under its name the way replace_evidence replaces the payload: under the
 item's row lock, refused once decided, recorded as an item event with the evidence hash before
-and after, and ending a hold (what a hold waits for is usually a document). The hash covers the item's attachment entries, so a reviewer who opened the item
-before the put gets *evidence changed* when they submit.
+and after, and ending a hold (what a hold waits for is usually a document). The hash covers
+the item's attachment entries, so a reviewer who opened the item before the put gets *evidence
+changed* when they submit.
 """
 
 from __future__ import annotations
