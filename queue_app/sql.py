@@ -944,7 +944,7 @@ WITH held AS (
        AND i.lease_token = %(lease_token)s AND i.lease_owner_id = %(owner_id)s
        AND q.id = i.queue_id
        AND %(hold_until)s::timestamptz > now()
-       AND %(hold_until)s::timestamptz <= now() + q.max_hold
+       AND %(hold_until)s::timestamptz - now() <= q.max_hold
        AND """
     + _MAY_REVIEW.format(queue="i.queue_id")
     + """

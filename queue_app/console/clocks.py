@@ -17,6 +17,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.utils import timezone
 
+from queue_app.datetimes import LATEST
 from queue_app.errors import InvalidHoldReason, InvalidHoldTime, StaleLease
 from queue_app.forms import LeaseForm, MomentField
 from queue_app.models import DEADLINE_OPEN_STATES, HoldReason, ItemState, Queue, ReviewItem
@@ -26,6 +27,7 @@ from queue_app.services import (
     is_breached,
     subject_history,
 )
+from queue_app.services.deadlines import span_words
 
 # What the hold form offers first: a day, or the queue's maximum if that is shorter.
 DEFAULT_HOLD = timedelta(days=1)
@@ -69,7 +71,10 @@ def hold_form_context(
     item: ReviewItem, now: datetime, hold_reasons: list[HoldReason]
 ) -> dict[str, Any]:
     """The hold form's choices and bounds, for the holder of the lease."""
-    latest = now + item.queue.max_hold
+    # The form offers no time past the range every time input obeys (datetimes.LATEST): a
+    # queue may allow holds longer than the calendar has room for.
+    longest = min(item.queue.max_hold, LATEST - timedelta(minutes=1) - now)
+    latest = now + longest
     default = min(now + DEFAULT_HOLD, latest)
     local = timezone.localtime
     return {
@@ -77,9 +82,7 @@ def hold_form_context(
         "hold_min": local(now).strftime("%Y-%m-%dT%H:%M"),
         "hold_max": local(latest).strftime("%Y-%m-%dT%H:%M"),
         "hold_default": local(default).strftime("%Y-%m-%dT%H:%M"),
-        "max_hold_words": deadline_words(due_at=now + item.queue.max_hold, now=now)[
-            len("due in ") :
-        ],
+        "max_hold_words": span_words(item.queue.max_hold.total_seconds()),
     }
 
 

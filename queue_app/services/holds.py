@@ -80,7 +80,8 @@ def _hold(
     if problem := moment_problem(hold_until):
         raise InvalidHoldTime(f"The resume time {problem}.")
     now = timezone.now()
-    if not now < hold_until <= now + item.queue.max_hold:
+    # Compared as spans: now + max_hold could leave the calendar for a queue allowing centuries.
+    if not (now < hold_until and hold_until - now <= item.queue.max_hold):
         longest = span_words(item.queue.max_hold.total_seconds())
         raise InvalidHoldTime(
             "The resume time must be in the future and no later than "

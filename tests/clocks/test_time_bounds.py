@@ -183,3 +183,28 @@ def test_ops_says_a_span_of_millennia_without_leaving_the_calendar():
     # A time-to-deadline is a span; the dashboard says it from its seconds.
     assert signed_duration(timedelta(days=-800_000)) == "800000 d late"
     assert signed_duration(timedelta(days=3_000_000)) == "3000000 d left"
+
+
+def test_a_queue_allowing_holds_of_millennia_still_takes_a_short_hold(queue, alice):
+    # The bound is compared as a span: now + max_hold would leave the calendar.
+    queue.max_hold = timedelta(days=365 * 9000)
+    queue.save(update_fields=["max_hold"])
+    it, lease = _leased_with_deadline(queue, alice, None)
+    held = hold_item(
+        item_id=it.pk,
+        reviewer=alice,
+        lease_token=lease.lease_token,
+        reason_code="awaiting_documents",
+        hold_until=timezone.now() + timedelta(days=2),
+    )
+    assert held["state"] == "held"
+
+
+def test_the_item_page_offers_a_hold_form_on_a_queue_allowing_millennia(queue, alice):
+    queue.max_hold = timedelta(days=365 * 9000)
+    queue.save(update_fields=["max_hold"])
+    _leased_with_deadline(queue, alice, None)
+    [it] = ReviewItem.objects.all()
+    page = login(alice).get(f"/items/{it.pk}/")
+    assert page.status_code == 200
+    assert 'id="hold-form"' in page.content.decode()
