@@ -1,5 +1,6 @@
 # Two commands do everything on a fresh machine:
 #   make run   - embedded PostgreSQL (unless DATABASE_URL is set), demo data, web + apply worker
+#                (make run SSO=1: also the tests' OIDC provider, to sign in through single sign-on)
 #   make test  - the whole test suite, browser tests included
 # Both create the virtual environment and install the project on first use; `make test` also
 # finds or installs the Chromium the browser tests drive (bin/ensure-browser) and the nginx and
@@ -10,6 +11,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 PORT ?= 8000
+SSO ?=
 
 .PHONY: run test browser lint install lock stop clean
 
@@ -29,7 +31,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 install: $(VENV)/.installed
 
 run: install
-	@PORT=$(PORT) PY=$(PY) bin/run
+	@PORT=$(PORT) PY=$(PY) SSO=$(SSO) bin/run
 
 # The browser's path goes to the tests as REVIEW_BROWSER; a missing browser stops here, with the
 # command to run, before any test starts.

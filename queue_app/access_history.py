@@ -8,9 +8,10 @@ application attaches who and which request (``pghistory.context``, set by
 ``queue_app.identity.middleware.AccessHistoryMiddleware``), and a change with no context was
 made "outside the application" (the history shows "database").
 
-Every event table is append-only (``append_only=True``: a trigger refuses UPDATE and DELETE),
-and the context is stored in the event row itself (PGHISTORY_CONTEXT_FIELD is a JSON field), so
-no later write to a shared context table can rewrite what a record says.
+Every event table is append-only, as the decision log is: a row trigger refuses UPDATE and
+DELETE (``append_only=True``) and a statement trigger refuses TRUNCATE (``NO_TRUNCATE``). The
+context is stored in the event row itself (PGHISTORY_CONTEXT_FIELD is a JSON field), so no later
+write to a shared context table can rewrite what a record says.
 
 Tables of other apps (auth, django-otp) and many-to-many link tables are tracked through proxy
 models, so the triggers and their migrations live in this app.
@@ -26,7 +27,7 @@ from django_otp.plugins.otp_static.models import StaticDevice
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from queue_app.lanes_models import CheckPolicy
-from queue_app.models import ApiClient, HoldReason, Queue, ReasonCode
+from queue_app.models import ApiClient, HoldReason, Queue, ReasonCode, SignOnLink
 
 APP = "queue_app"
 
@@ -126,6 +127,19 @@ class StaticDeviceAccess(StaticDevice):
         app_label = APP
 
 
+#: pghistory's append_only refuses UPDATE and DELETE row by row; TRUNCATE fires no row trigger,
+#: so without this the application's role could empty a history table in one statement.
+#: The message and error code are the decision log's (queue_app_refuse_rewrite).
+NO_TRUNCATE = pgtrigger.Trigger(
+    name="no_truncate",
+    when=pgtrigger.Before,
+    operation=pgtrigger.Truncate,
+    level=pgtrigger.Statement,
+    func="RAISE EXCEPTION '% is append-only: % refused', TG_TABLE_NAME, TG_OP "
+    "USING ERRCODE = 'restrict_violation';",
+)
+
+
 def _event_model(tracked, name: str, trackers, fields=None, obj: bool = True, attrs=None):
     return pghistory.create_event_model(
         tracked,
@@ -136,6 +150,7 @@ def _event_model(tracked, name: str, trackers, fields=None, obj: bool = True, at
         app_label=APP,
         abstract=False,
         append_only=True,
+        meta={"triggers": [NO_TRUNCATE]},
         obj_field=pghistory.ObjForeignKey(related_name="access_events") if obj else None,
     )
 
@@ -198,6 +213,12 @@ StaticDeviceEvent = _event_model(
     StaticDeviceAccess, "StaticDeviceEvent", _link_events(), ["user", "name"]
 )
 
+#: Which provider account signs in as which local account: granting it is granting access.
+SIGN_ON_LINK_FIELDS = ["issuer", "subject", "user"]
+SignOnLinkEvent = _event_model(
+    SignOnLink, "SignOnLinkEvent", _row_events(SIGN_ON_LINK_FIELDS), SIGN_ON_LINK_FIELDS
+)
+
 #: Every access event model, in the order the history lists their kinds.
 EVENT_MODELS = [
     UserAccessEvent,
@@ -213,4 +234,5 @@ EVENT_MODELS = [
     HoldReasonEvent,
     TOTPDeviceEvent,
     StaticDeviceEvent,
+    SignOnLinkEvent,
 ]

@@ -931,6 +931,32 @@ class ReviewSession(AbstractBaseSession):
         return SessionStore
 
 
+class SignOnLink(models.Model):
+    """Which local account a provider's account signs in as: the issuer and its stable subject.
+
+    Written at a provider account's first sign-in, with the account created for it then
+    (queue_app/identity/oidc.py), or by an operator on purpose (`manage.py link_sign_on`). An
+    e-mail address is never a link: anyone who can set theirs at the provider would otherwise
+    sign in as the local account that has it. Changes are in the access history.
+    """
+
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sign_on_links"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="signonlink_one_account"),
+        ]
+        verbose_name = "single sign-on link"
+
+    def __str__(self) -> str:
+        return f"{self.issuer} {self.subject} → user {self.user_id}"
+
+
 # Access and configuration history (append-only, recorded by triggers): queue_app/access_history.py
 from queue_app import access_history  # noqa: E402, F401
 

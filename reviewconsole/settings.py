@@ -25,6 +25,14 @@ environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 DATA_DIR = Path(env("REVIEWCONSOLE_DATA_DIR", default=str(BASE_DIR / "var")))
 DEBUG = env("DEBUG")
 SECRET_KEY = env("SECRET_KEY", default="")
+# DATABASE_URL unset: the embedded database of `make run` and the tests, a development setup
+# on this machine alone. Its key is made once under DATA_DIR (reviewconsole/dev_key.py), so a
+# management command typed in another shell signs as the web server does, DEBUG on or off.
+EMBEDDED_DATABASE = not env("DATABASE_URL", default="")
+if not SECRET_KEY and EMBEDDED_DATABASE:
+    from reviewconsole.dev_key import development_key
+
+    SECRET_KEY = development_key(DATA_DIR)
 if not SECRET_KEY:
     if not DEBUG:
         # A key everyone can read in this file signs every session and password-reset link:
@@ -33,7 +41,8 @@ if not SECRET_KEY:
         raise ImproperlyConfigured(
             "SECRET_KEY is not set and DEBUG is off. Set SECRET_KEY in the environment (or in "
             ".env) to a long random value, e.g. the output of: python -c 'import secrets; "
-            "print(secrets.token_urlsafe(50))'. For development, set DEBUG=true instead."
+            "print(secrets.token_urlsafe(50))'. For development, leave DATABASE_URL unset (the "
+            "embedded database) or set DEBUG=true."
         )
     # Development only. The django-insecure- prefix makes `check --deploy` flag it (W009).
     SECRET_KEY = "django-insecure-dev-only-key-set-SECRET_KEY-in-production"
@@ -122,9 +131,8 @@ TEMPLATES = [
     },
 ]
 
-if env("DATABASE_URL", default=""):
+if not EMBEDDED_DATABASE:
     DATABASES = {"default": env.db("DATABASE_URL")}
-    EMBEDDED_DATABASE = False
 else:
     from reviewconsole.embedded_pg import DATABASE_NAME, ensure_embedded_database
 
@@ -135,7 +143,6 @@ else:
             **ensure_embedded_database(DATA_DIR),
         }
     }
-    EMBEDDED_DATABASE = True
 
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)

@@ -64,12 +64,14 @@ _force_login = Client.force_login
 
 
 def _force_login_with_second_factor(self: Client, user: Any, backend: str | None = None) -> None:
-    # force_login skips the password; for staff (or everyone, MFA_REQUIRED_FOR_ALL) it skips
-    # the second factor too, as if they had typed a code, so tests of other pages need not
-    # enrol. Tests of the second factor itself sign in with client.login() or the login page,
-    # which this does not touch (tests/identity/).
+    # force_login skips the password; for a holder of a staff power (or everyone,
+    # MFA_REQUIRED_FOR_ALL) it skips the second factor too, as if they had typed a code, so
+    # tests of other pages need not enrol. Tests of the second factor itself sign in with
+    # client.login() or the login page, which this does not touch (tests/identity/).
+    from queue_app.identity.mfa import holds_staff_power
+
     _force_login(self, user, backend)
-    if user.is_staff or django_settings.MFA_REQUIRED_FOR_ALL:
+    if holds_staff_power(user) or django_settings.MFA_REQUIRED_FOR_ALL:
         from django_otp import DEVICE_ID_SESSION_KEY
         from django_otp.plugins.otp_totp.models import TOTPDevice
 

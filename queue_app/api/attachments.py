@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from django.conf import settings
 from django.http import HttpRequest
@@ -13,10 +13,17 @@ from queue_app.api.auth import client_of, require_scope, visible_item
 from queue_app.api.failures import ApiProblem, refusals, responses
 from queue_app.api.render import item_out
 from queue_app.api.schemas import ItemId, ItemOut
-from queue_app.attachments import NAME_RULE
+from queue_app.attachments import NAME_PATTERN, NAME_RULE
 from queue_app.models import ApiScope
 
 router = Router(tags=["intake"])
+
+#: The name's rule, in the OpenAPI schema as a pattern; the service checks the same pattern
+#: for every other caller. A "/" never reaches here: it is another path (a JSON 404).
+AttachmentName = Annotated[
+    str,
+    Path(pattern=NAME_PATTERN.pattern, description=f"The file's label: {NAME_RULE}."),
+]
 
 READ_CHUNK = 64 * 1024
 
@@ -39,7 +46,7 @@ READ_CHUNK = 64 * 1024
     },
     summary="Attach or replace a file (image or PDF) on a pending or leased item",
 )
-def put_attachment(request: HttpRequest, item_id: ItemId, name: Path[str]) -> dict[str, Any]:
+def put_attachment(request: HttpRequest, item_id: ItemId, name: AttachmentName) -> dict[str, Any]:
     """Store the body under name; a holder's later submit gets evidence_changed.
 
     Refused with 409 already_decided once the item is decided, 415 for anything that is not a

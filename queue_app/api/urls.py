@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.urls import URLPattern, re_path
+from django.views.decorators.csrf import csrf_exempt
 
 from queue_app.api.api import api
 from queue_app.api.failures import error_response
@@ -32,6 +33,9 @@ def _json_method_not_allowed(view: Callable[..., HttpResponse]) -> Callable[...,
     return wrapper
 
 
+# Exempt from CSRF like ninja's own views: the API takes no cookies, and a POST or PUT to a path
+# it does not have would otherwise get Django's HTML CSRF page instead of the JSON 404.
+@csrf_exempt
 def _unknown_path(request: HttpRequest, path: str) -> HttpResponse:
     return error_response(request, 404, "not_found", f"No API endpoint at /api/v1/{path}.")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import secrets
 from dataclasses import dataclass
+from typing import Any
 
 import pghistory
 import qrcode
@@ -24,13 +25,14 @@ from django_otp import devices_for_user
 from django_otp.plugins.otp_static.models import StaticDevice, StaticToken
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
+from queue_app import sql
 from queue_app.identity import oidc
+from queue_app.managers import prepared_result
 from queue_app.services.access import hold_permission
 
-#: Pages of the admin and operators: staff must have proved a second factor to see them.
-STAFF_PREFIXES = ("/admin/", "/ops/")
 #: Never gated: signing in and out, enrolment itself, the provider's callback, static files,
-#: the API (bearer tokens) and the machine endpoints.
+#: the API (bearer tokens: an API client's powers are its scopes, granted in the gated admin)
+#: and the machine endpoints. Every other path is gated for a holder of a staff power.
 OPEN_PREFIXES = ("/accounts/", "/oidc/", "/static/", "/api/")
 OPEN_PATHS = ("/admin/login/", "/admin/logout/", "/metrics", "/healthz")
 OPEN_PATHS_NAMED = ("login", "logout", "mfa-verify", "mfa-setup")
@@ -42,12 +44,37 @@ class MfaError(Exception):
     """A code that does not verify; its message is for the person who typed it."""
 
 
+def holds_staff_power(user: Any) -> bool:
+    """Whether the user holds a staff power: staff, superuser, or any permission, groups too.
+
+    The one rule of who must prove a second factor (sql._HOLDS_POWER). The session's read
+    brings the answer along with the user (identity/sessions.py); any other user object asks.
+    """
+    if not user.is_authenticated:
+        return False
+    known = getattr(user, "holds_power", None)
+    if known is None:
+        rows = prepared_result(sql.USER_HOLDS_POWER, {"user_id": user.pk})[1]
+        known = bool(rows and rows[0][0])
+    return bool(known)
+
+
+def is_gated(path: str) -> bool:
+    """Whether a path is behind the gate (every path but signing in, the API and machines')."""
+    return not (path.startswith(OPEN_PREFIXES) or path in OPEN_PATHS)
+
+
 def needs_second_factor(request: HttpRequest) -> bool:
-    """Whether the signed-in user must prove a second factor and this session has not."""
+    """Whether the signed-in user must prove a second factor and this session has not.
+
+    A holder of a staff power always, on every gated path: powers are exercised on console
+    pages too (an adjudication overturns), and a page that gains one later is covered without
+    naming it. Everyone else only with MFA_REQUIRED_FOR_ALL.
+    """
     user = request.user
     if not user.is_authenticated:
         return False
-    if not (user.is_staff or settings.MFA_REQUIRED_FOR_ALL):
+    if not (settings.MFA_REQUIRED_FOR_ALL or holds_staff_power(user)):
         return False
     if user.is_verified():  # type: ignore[union-attr]
         return False

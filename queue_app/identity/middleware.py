@@ -61,17 +61,11 @@ class AccessHistoryMiddleware:
         return response
 
 
-def _gated(path: str) -> bool:
-    if path.startswith(mfa.OPEN_PREFIXES) or path in mfa.OPEN_PATHS:
-        return False
-    return settings.MFA_REQUIRED_FOR_ALL or path.startswith(mfa.STAFF_PREFIXES)
-
-
 class RequireSecondFactorMiddleware:
     """Send a user who must prove a second factor, and has not, to enrolment or verification.
 
-    Staff always (for the admin, where overturns live, and /ops/); everyone with
-    MFA_REQUIRED_FOR_ALL (for every page but the sign-in ones).
+    Whoever holds a staff power (mfa.holds_staff_power), on every page but the sign-in ones,
+    the API and the machine endpoints; everyone with MFA_REQUIRED_FOR_ALL.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
@@ -79,7 +73,7 @@ class RequireSecondFactorMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         try:
-            needs = _gated(request.path) and mfa.needs_second_factor(request)
+            needs = mfa.is_gated(request.path) and mfa.needs_second_factor(request)
         except (OperationalError, InterfaceError) as exc:
             # The first read of the session and user happens here, outside any view: a lost
             # database gets the same one-line log and friendly 503 a view's error gets.

@@ -1,10 +1,12 @@
 """Single sign-on with an OpenID Connect provider (mozilla-django-oidc), configured from the
 environment (reviewconsole/settings.py, "identity").
 
-What this adds to the library: the provider's endpoints from its discovery document, the
-mapping of a groups claim to Django groups (re-applied at every sign-in, so a change at the
-provider reaches queue access at the next sign-in), and the provider's `amr` claim kept in the
-session for the second-factor gate (OIDC_TRUST_AMR). State, nonce and PKCE are the library's.
+What this adds to the library: accounts linked by the provider's stable subject (issuer and
+`sub`, queue_app.models.SignOnLink), never by e-mail address; the provider's endpoints from its
+discovery document; the mapping of a groups claim to Django groups (re-applied at every
+sign-in, so a change at the provider reaches queue access at the next sign-in); and the
+provider's `amr` claim kept in the session for the second-factor gate (OIDC_TRUST_AMR). State,
+nonce and PKCE are the library's.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import requests
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.models import Group, User
-from django.db import transaction
+from django.core.exceptions import SuspiciousOperation
+from django.db import IntegrityError, transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, resolve_url
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
@@ -30,6 +33,7 @@ from mozilla_django_oidc.views import (
 )
 
 from queue_app.identity.backends import signed_in_user
+from queue_app.models import SignOnLink
 
 logger = logging.getLogger("queue_app")
 
@@ -44,6 +48,8 @@ DISCOVERED = {
 #: `amr` values (RFC 8176) that mean the provider checked a second factor.
 SECOND_FACTOR_AMR = frozenset({"mfa", "otp", "hwk", "swk", "sms", "fpt", "face", "iris", "retina"})
 AMR_SESSION_KEY = "oidc_amr"
+#: The access history's author of what a sign-in changes (services.access_history.SIGN_ON).
+SIGN_ON_CONTEXT = "single sign-on"
 
 
 class ProviderUnavailable(Exception):
@@ -92,7 +98,7 @@ def apply_group_mapping(user: User, claims: dict[str, Any]) -> None:
     """Make the user's mapped groups what the provider says; leave unmapped groups alone."""
     managed = set(settings.OIDC_GROUP_MAP.values())
     wanted = mapped_groups(claims)
-    with transaction.atomic(), pghistory.context(via="single sign-on", signed_in=user.pk):
+    with transaction.atomic(), pghistory.context(via=SIGN_ON_CONTEXT, signed_in=user.pk):
         for name in wanted - set(user.groups.values_list("name", flat=True)):
             group, _ = Group.objects.get_or_create(name=name)
             user.groups.add(group)
@@ -119,17 +125,45 @@ class ReviewOidcBackend(OIDCAuthenticationBackend):
     def _claims(self, claims: dict[str, Any]) -> dict[str, Any]:
         return {**getattr(self, "_id_claims", {}), **claims}
 
+    def _subject(self, claims: dict[str, Any]) -> str:
+        # The ID token's sub, which the library has verified; the userinfo answer must name
+        # the same one (OpenID Connect Core 5.3.2) or it may describe someone else.
+        subject = str(getattr(self, "_id_claims", {}).get("sub") or "")
+        given = claims.get("sub")
+        if not subject or (given is not None and str(given) != subject):
+            raise SuspiciousOperation("The provider's answer names no subject, or two.")
+        return subject
+
+    def filter_users_by_claims(self, claims: dict[str, Any]) -> Any:
+        # The account linked to this provider's subject, never one found by e-mail address:
+        # the library's default would sign a provider account that names a local
+        # administrator's address in as that administrator.
+        return linked_users(issuer=settings.OIDC_ISSUER, subject=self._subject(claims))
+
     def create_user(self, claims: dict[str, Any]) -> User:
         claims = self._claims(claims)
+        subject = self._subject(claims)
         username = claims.get("preferred_username") or claims.get("email")
         if not username or User.objects.filter(username=username).exists():
+            # A name taken locally stays its owner's: the provider's account gets its own.
             username = self.get_username(claims)
-        user = User.objects.create_user(
-            username=username,
-            email=claims.get("email", ""),
-            first_name=claims.get("given_name", ""),
-            last_name=claims.get("family_name", ""),
-        )
+        try:
+            with transaction.atomic():
+                user = User.objects.create_user(
+                    username=username,
+                    email=claims.get("email", ""),
+                    first_name=claims.get("given_name", ""),
+                    last_name=claims.get("family_name", ""),
+                )
+                with pghistory.context(via=SIGN_ON_CONTEXT, signed_in=user.pk):
+                    SignOnLink.objects.create(
+                        issuer=settings.OIDC_ISSUER, subject=subject, user=user
+                    )
+        except IntegrityError:
+            # The same account's first sign-in in another tab linked it first: use that one.
+            user = linked_users(issuer=settings.OIDC_ISSUER, subject=subject).first()
+            if user is None:
+                raise
         return self._signed_in(user, claims)
 
     def update_user(self, user: User, claims: dict[str, Any]) -> User:
@@ -140,6 +174,41 @@ class ReviewOidcBackend(OIDCAuthenticationBackend):
         amr = claims.get("amr") or []
         self.request.session[AMR_SESSION_KEY] = [str(v) for v in amr if isinstance(v, str)]
         return user
+
+
+def linked_users(*, issuer: str, subject: str) -> Any:
+    """The local account (a queryset of at most one) a provider's subject is linked to."""
+    return User.objects.filter(sign_on_links__issuer=issuer, sign_on_links__subject=subject)
+
+
+class AlreadyLinked(Exception):
+    """The provider's subject already signs in as another local account."""
+
+
+def link_account(*, user: User, subject: str, issuer: str = "") -> SignOnLink:
+    """Link a provider's subject to an existing local account, on purpose (an operator's act).
+
+    Its next sign-in through the provider is then this account's. Refused if the subject is
+    linked to another account already (unlink that first); linking it again is a no-op.
+    """
+    issuer = (issuer or settings.OIDC_ISSUER).rstrip("/")
+    if not issuer or not subject:
+        raise ValueError("Name the provider's issuer (OIDC_ISSUER) and the account's subject.")
+    with transaction.atomic():
+        link, created = SignOnLink.objects.get_or_create(
+            issuer=issuer, subject=subject, defaults={"user": user}
+        )
+        if not created and link.user_id != user.pk:
+            raise AlreadyLinked(
+                f"Subject {subject!r} of {issuer} signs in as user #{link.user_id} already."
+            )
+    return link
+
+
+def unlink_account(*, subject: str, issuer: str = "") -> int:
+    """Remove a provider subject's link; its next sign-in creates a new account."""
+    issuer = (issuer or settings.OIDC_ISSUER).rstrip("/")
+    return SignOnLink.objects.filter(issuer=issuer, subject=subject).delete()[0]
 
 
 def provider_second_factor(request: HttpRequest) -> bool:

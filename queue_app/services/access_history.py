@@ -41,6 +41,7 @@ KINDS: dict[str, str] = {
     "queue_app.HoldReasonEvent": "hold reason",
     "queue_app.TOTPDeviceEvent": "authenticator (TOTP)",
     "queue_app.StaticDeviceEvent": "recovery codes",
+    "queue_app.SignOnLinkEvent": "single sign-on link",
 }
 
 
@@ -183,6 +184,9 @@ def _subject(event: Any, names: _Names) -> str:
         ),
         "queue_app.StaticDeviceEvent": lambda: (
             f"{data.get('name')} of user {names.of('user', data.get('user_id'))}"
+        ),
+        "queue_app.SignOnLinkEvent": lambda: (
+            f"provider subject {data.get('subject')} of {data.get('issuer')} as user {user}"
         ),
     }
     return described.get(event.pgh_model, lambda: str(data))()

@@ -6,7 +6,9 @@ import threading
 
 import pytest
 from django.db import connections, transaction
+from django.test import Client
 
+from queue_app.attachments import NAME_PATTERN
 from queue_app.models import ReviewItem
 from tests.api.conftest import intake_body
 from tests.conftest import make_items
@@ -64,3 +66,37 @@ def test_a_row_locked_elsewhere_is_503_busy_rather_than_a_hung_request(api, queu
     assert reply.body["error"]["code"] == "busy"
     assert reply.headers["Retry-After"] == "1"
     assert ReviewItem.objects.get().payload == item.payload
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("method", ["post", "put", "patch", "delete", "get"])
+@pytest.mark.parametrize(
+    "path",
+    ["/api/v1/nothing-here", "/api/v1/items/1/attachments/a/b", "/api/v1/items/1/attachments/../x"],
+)
+def test_it_answers_every_method_on_an_unknown_api_path_with_the_json_404(
+    robot_client, method, path
+):
+    # A browser-like client that enforces CSRF, as a real server does; a session cookie too.
+    http = Client(enforce_csrf_checks=True)
+    http.cookies["sessionid"] = "anything"
+    body = {} if method == "get" else {"data": b"x", "content_type": "application/octet-stream"}
+    for headers in ({}, {"HTTP_AUTHORIZATION": f"Bearer {robot_client[1]}"}):
+        reply = getattr(http, method)(path, **body, **headers)
+        assert reply["Content-Type"].startswith("application/json"), reply.content[:200]
+        assert reply.status_code == 404 and reply.json()["error"]["code"] == "not_found"
+
+
+@pytest.mark.django_db
+def test_it_refuses_a_dot_dot_attachment_name_in_the_error_shape(api, queue):
+    item_id = api.post("/items", intake_body()).body["id"]
+    reply = api.send("PUT", f"/items/{item_id}/attachments/..", raw=b"x")
+    assert reply.status == 422 and "error" in reply.body
+
+
+@pytest.mark.django_db
+def test_the_schema_writes_the_attachment_name_rule_as_a_pattern():
+    schema = Client().get("/api/v1/openapi.json").json()
+    put = schema["paths"]["/api/v1/items/{item_id}/attachments/{name}"]["put"]
+    (name,) = [p for p in put["parameters"] if p["name"] == "name"]
+    assert name["schema"]["pattern"] == NAME_PATTERN.pattern

@@ -61,6 +61,13 @@ class Provider:
             "algorithm='RS256', skip_authorization=True)\n"
         )
 
+    def subject(self, username: str) -> str:
+        """The `sub` claim the provider gives this user (django-oauth-toolkit: its primary key)."""
+        return self.run(
+            "from django.contrib.auth.models import User\n"
+            f"print(User.objects.get(username={username!r}).pk)\n"
+        ).strip()
+
     def user(self, username: str, password: str, *, groups: list[str], active: bool = True) -> None:
         """Create or update a user at the provider, in exactly these groups."""
         self.run(

@@ -9,13 +9,16 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
+import pghistory.models
 import pytest
+from django.apps import apps
 from django.contrib.auth.models import Group, Permission, User
 from django.db import DatabaseError, connection, transaction
 from django.test import Client
 
 from queue_app.access_history import EVENT_MODELS
 from queue_app.api.auth import issue_api_client
+from queue_app.identity.oidc import link_account
 from queue_app.lanes_models import CheckPolicy
 from queue_app.models import ApiClient, HoldReason, Queue, ReasonCode
 from queue_app.services.access_history import DATABASE, describe, history_events
@@ -142,6 +145,7 @@ def every_kind_of_change(queue, alice) -> None:
     new_recovery_codes(user=alice)
     HoldReason.objects.create(queue=queue, code="docs", label="Awaiting documents")
     CheckPolicy.objects.create(queue=queue, verdict="approve")
+    link_account(user=alice, subject="alice-at-idp", issuer="https://idp.example")
 
 
 @pytest.mark.parametrize("model", EVENT_MODELS, ids=lambda m: m.__name__)
@@ -162,6 +166,27 @@ def test_every_history_table_refuses_update_and_delete(model, every_kind_of_chan
     with connection.cursor() as cursor:
         cursor.execute(count)
         assert cursor.fetchone() == (before,)
+
+
+@pytest.mark.parametrize("model", EVENT_MODELS, ids=lambda m: m.__name__)
+def test_it_refuses_to_truncate_any_history_table(model, every_kind_of_change):
+    table = model._meta.db_table
+    with (
+        pytest.raises(DatabaseError, match=r"append-only: TRUNCATE refused"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
+        cursor.execute(f"TRUNCATE {table}")
+    assert model.objects.exists()
+
+
+def test_every_event_table_of_the_app_is_in_the_history():
+    events = {
+        m
+        for m in apps.get_app_config("queue_app").get_models()
+        if issubclass(m, pghistory.models.Event)
+    }
+    assert events == set(EVENT_MODELS)
 
 
 def test_the_history_tables_keep_a_row_when_an_update_is_attempted(alice):

@@ -7,14 +7,17 @@ state and PKCE) is the real thing.
 
 from __future__ import annotations
 
+from io import StringIO
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 import pytest
 import requests
 from django.contrib.auth.models import Group, User
+from django.core.management import call_command
 from django.test import Client
 
 from queue_app.identity import oidc
+from queue_app.models import SignOnLink
 from queue_app.services.access_history import describe, history_events
 from tests.identity.provider import CLIENT_ID, CLIENT_SECRET, Provider, provider  # noqa: F401
 
@@ -151,8 +154,61 @@ def test_the_login_page_shows_what_is_enabled(sso, settings):
 def test_the_providers_mfa_is_trusted_only_when_switched_on(sso, settings):
     sso.user("olga", "pw-olga", groups=["admins", "mfa-users"])
     User.objects.create_user("olga", email="olga@example.com", is_staff=True)
+    call_command("link_sign_on", sso.subject("olga"), "olga", stdout=StringIO())
     client = Client()
     sign_in(client, "olga", "pw-olga")
     assert client.get("/admin/").status_code == 302  # to the second-factor page
     settings.OIDC_TRUST_AMR = True
     assert client.get("/admin/").status_code == 200
+
+
+def signed_in_as(client: Client) -> User:
+    return User.objects.get(pk=client.session["_auth_user_id"])
+
+
+def test_it_never_signs_a_provider_account_in_as_the_local_account_with_its_email(sso, settings):
+    settings.PASSWORD_LOGIN = False
+    boss = User.objects.create_superuser("boss", email="eve@example.com", password="pw-boss")
+    sso.user("eve", "pw-eve", groups=[])  # the provider says eve@example.com, unverified
+    client = Client()
+    sign_in(client, "eve", "pw-eve")
+    eve = signed_in_as(client)
+    assert eve.pk != boss.pk and not (eve.is_staff or eve.is_superuser)
+    assert not boss.sign_on_links.exists()
+    link = SignOnLink.objects.get(user=eve)
+    assert (link.issuer, link.subject) == (sso.issuer, sso.subject("eve"))
+
+
+def test_it_never_takes_over_a_local_account_by_its_username(sso):
+    local = User.objects.create_user("dana", email="other@example.com", is_staff=True)
+    sso.user("dana", "pw-dana", groups=["kyc-reviewers"])
+    client = Client()
+    sign_in(client, "dana", "pw-dana")
+    assert signed_in_as(client).pk != local.pk
+
+
+def test_it_signs_the_same_provider_account_in_as_the_same_account_by_its_subject(sso):
+    sso.user("dana", "pw-dana", groups=["kyc-reviewers"])
+    first, second = Client(), Client()
+    sign_in(first, "dana", "pw-dana")
+    # The provider's e-mail address changes; the subject does not.
+    sso.run(
+        "from django.contrib.auth.models import User\n"
+        "User.objects.filter(username='dana').update(email='dana@elsewhere.example')\n"
+    )
+    sign_in(second, "dana", "pw-dana")
+    assert signed_in_as(first).pk == signed_in_as(second).pk
+    assert SignOnLink.objects.count() == 1
+
+
+def test_an_operator_links_a_provider_account_to_a_local_one_on_purpose(sso):
+    olga = User.objects.create_user("olga", email="nothing-alike@example.com")
+    sso.user("olga", "pw-olga", groups=[])
+    out = StringIO()
+    call_command("link_sign_on", sso.subject("olga"), "olga", stdout=out)
+    assert "now signs in as 'olga'" in out.getvalue()
+    client = Client()
+    sign_in(client, "olga", "pw-olga")
+    assert signed_in_as(client).pk == olga.pk
+    rows = [r for r in describe(history_events(user=olga)) if "sign-on" in r.kind]
+    assert rows, describe(history_events(user=olga))

@@ -60,11 +60,29 @@ def test_the_deploy_check_fails_when_https_is_switched_off():
     assert "security.W012" in done.stderr
 
 
+#: A deployment names its database; nothing connects to it while settings load.
+PRODUCTION_DATABASE = "postgres://review@127.0.0.1:9/reviewconsole"
+PRINT_KEY = "from django.conf import settings; print(settings.SECRET_KEY)"
+
+
 @pytest.mark.parametrize("key", [None, ""], ids=["unset", "empty"])
 def test_production_refuses_to_start_without_a_secret_key(key):
-    done = deploy_check("check", SECRET_KEY=key)
+    done = deploy_check("check", SECRET_KEY=key, DATABASE_URL=PRODUCTION_DATABASE)
     assert done.returncode != 0
     assert "ImproperlyConfigured: SECRET_KEY is not set and DEBUG is off" in done.stderr
+
+
+def test_it_runs_management_commands_in_the_make_run_setup_without_a_key():
+    # make run: the embedded database, DEBUG on for its processes; a command typed in another
+    # shell afterwards has neither DEBUG nor a key, and signs with the web server's key.
+    shell = deploy_check("shell", "-c", PRINT_KEY, DEBUG=None, SECRET_KEY=None)
+    assert shell.returncode == 0, shell.stderr[-2000:]
+    web = deploy_check("shell", "-c", PRINT_KEY, DEBUG="true", SECRET_KEY=None)
+    key = shell.stdout.strip().splitlines()[-1]
+    assert key == web.stdout.strip().splitlines()[-1]
+    assert key.startswith("django-insecure-") and len(key) > 50
+    done = deploy_check("verify_decisions", "--help", DEBUG=None, SECRET_KEY=None)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_development_starts_without_a_key_and_the_deploy_check_flags_its_key():
