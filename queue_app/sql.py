@@ -1082,6 +1082,17 @@ SELECT d.*, u.id AS reviewer__id, u.username AS reviewer__username,
  ORDER BY d.id
 """
 
+# The checkers' returns of the item's decisions, with the note the maker (whoever decides the
+# item again) must read: the page shows each under the decision it returned. By the task's
+# item index; an item has a check per decision at most.
+PAGE_ITEM_RETURNS = """
+SELECT t.decision_id, o.actor_username, o.note, o.created_at
+  FROM queue_app_lanetask AS t
+  JOIN queue_app_laneoutcome AS o ON o.task_id = t.id
+ WHERE t.item_id = %(item_id)s AND t.kind = 'check' AND o.result = 'returned'
+ ORDER BY t.decision_id
+"""
+
 # The lease holder's name, whoever holds the item: the page shows it only to someone else than
 # the holder. Their name only: the page has no use for the rest of their row (the password
 # hash, above all).

@@ -293,6 +293,9 @@ def _render_item(
         return _item_unavailable(request, item.pk)
 
 
+_UNDECIDED = (ItemState.PENDING, ItemState.LEASED, ItemState.HELD)
+
+
 def _item_unavailable(request: HttpRequest, item_id: int) -> HttpResponse:
     """Say the item cannot be shown, and offer its holder the Release button."""
     # Only the lease columns: whatever broke the page (most likely the payload) stays unread.
@@ -338,6 +341,12 @@ def _render_item_page(
         "queue": item.queue,
         "evidence": evidence_view(item.payload, warnings_for(item.payload, rows.evidence_rules)),
         "decisions": rows.decisions,
+        # The checker's note on the decision they returned, for whoever decides the item again.
+        "check_return": (
+            getattr(rows.decisions[-1], "check_return", None)
+            if rows.decisions and item.state in _UNDECIDED
+            else None
+        ),
         "mine": mine,
         "held_by_other": held_by_other,
         "attachments": attachment_cards(request, item),

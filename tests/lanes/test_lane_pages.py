@@ -138,3 +138,27 @@ def test_it_leaves_the_qa_reviewers_own_disagreement_out_of_their_adjudication_c
     )
     lanes = _as(adjudicator).get("/").context["lanes"]
     assert [lane["open"] for lane in lanes if lane["kind"] == "adjudication"] in ([], [0])
+
+
+def test_it_shows_the_checkers_return_note_to_the_maker_on_the_item_and_the_task(
+    checked_queue, alice, carol
+):
+    decision = decide_one(checked_queue, alice)
+    client = _as(carol)
+    client.post(f"/queues/{checked_queue.slug}/lanes/check/next/")
+    task = LaneTask.objects.get(decision=decision)
+    note = "Variance is in USD, not EUR <b>check</b>"
+    client.post(f"/lanes/{task.pk}/return/", {"lease_token": str(task.lease_token), "note": note})
+    # The item comes back to the maker with the note where she decides.
+    maker = _as(alice)
+    opened = maker.post(f"/queues/{checked_queue.slug}/next/")
+    assert opened["Location"] == f"/items/{decision.item_id}/"
+    html = maker.get(opened["Location"]).content.decode()
+    assert 'id="check-return"' in html and 'id="decision-form"' in html
+    escaped = "Variance is in USD, not EUR &lt;b&gt;check&lt;/b&gt;"
+    assert escaped in html.split('id="check-return"')[1].split("</div>")[0]
+    assert "Returned by carol" in html
+    assert html.count(escaped) == 2  # and under the returned decision in the history
+    # The check's page says it too, to the maker as to anyone who opens it.
+    page = maker.get(f"/lanes/{task.pk}/").content.decode()
+    assert 'id="lane-outcome-note"' in page and escaped in page
