@@ -408,7 +408,14 @@ RETURNING i.id, i.queue_id, i.subject, i.payload, i.attachments,
           (SELECT coalesce(jsonb_agg(jsonb_build_object(
                       'verdict', p.verdict, 'path', p.path, 'threshold', p.threshold::text)),
                    '[]'::jsonb)
-             FROM queue_app_checkpolicy AS p WHERE p.queue_id = i.queue_id) AS check_policies
+             FROM queue_app_checkpolicy AS p WHERE p.queue_id = i.queue_id) AS check_policies,
+          -- The queue's evidence rules, for the decide to refuse one that warns unless the
+          -- reviewer said they read the warnings (rules.warnings_for). By the rule's queue.
+          (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                      'path', e.path, 'test', e.test, 'value', e.value, 'message', e.message)
+                      ORDER BY e.id),
+                   '[]'::jsonb)
+             FROM queue_app_evidencerule AS e WHERE e.queue_id = i.queue_id) AS evidence_rules
 """
 
 # Record a decision with its outbox row and its audit event, in the caller's transaction (the
@@ -529,6 +536,10 @@ CLOSE_AND_RECORD_DECISION = _RECORD_DECISION.format(
        AND NOT EXISTS (SELECT 1 FROM queue_app_checkpolicy AS p
                         WHERE p.queue_id = q.id AND p.verdict = %(verdict)s::text
                           AND p.path <> '')
+       -- Whether the evidence rules warn is judged in Python (rules.warnings_for): a queue
+       -- with rules settles here only when the reviewer said they read the warnings.
+       AND (%(warnings_seen)s::boolean
+            OR NOT EXISTS (SELECT 1 FROM queue_app_evidencerule AS e WHERE e.queue_id = q.id))
        AND """
     + _MAY_REVIEW.format(queue="%(queue_id)s")
     + """

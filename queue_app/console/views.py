@@ -38,6 +38,7 @@ from queue_app.errors import (
     QueueEmpty,
     ReviewError,
     StaleLease,
+    WarningsNotSeen,
 )
 from queue_app.evidence import item_evidence_hash
 from queue_app.forms import DecisionForm, LeaseForm
@@ -444,6 +445,7 @@ def item_decide(request: HttpRequest, item_id: int) -> HttpResponse:
                 evidence_hash=data["evidence_hash"],
                 note=data["note"],
                 queue_id=queue.pk if queue is not None else posted_queue_id,
+                warnings_seen=data["warnings_seen"],
             )
         except ReviewError:
             if queue is None:
@@ -454,7 +456,7 @@ def item_decide(request: HttpRequest, item_id: int) -> HttpResponse:
         # Show the item as it is now: someone else's, decided, or with the new evidence.
         messages.error(request, exc.message)
         return redirect("item", item_id=item_id)
-    except (InvalidReason, InvalidVerdict, InvalidBounds) as exc:
+    except (InvalidReason, InvalidVerdict, InvalidBounds, WarningsNotSeen) as exc:
         # The transaction rolled back and the lease is still mine: keep what was typed.
         messages.error(request, exc.message)
         return _render_item(request, _item_for(request, item_id), form=form, status=400)
