@@ -271,7 +271,7 @@ def _finish(
     return outcomes[0]
 
 
-def _refuse_barred(exc: IntegrityError) -> None:
+def _word_outcome_refusal(exc: IntegrityError) -> None:
     """Raise the named error for a refusal of the lane outcome's rules, if it is one.
 
     The outcome's insert trigger and check constraints (migration 0011) are the rules; this
@@ -340,7 +340,7 @@ def confirm_check(
                     wake=True,  # CONFIRM_CHECK queued the maker's effect job
                 )
     except IntegrityError as exc:
-        _refuse_barred(exc)
+        _word_outcome_refusal(exc)
         raise
     logger.info(
         "check finished",
@@ -375,7 +375,7 @@ def return_check(
                 sql_lanes.RETURN_CHECK, row=row, user=user, result=LaneResult.RETURNED, note=note
             )
     except IntegrityError as exc:
-        _refuse_barred(exc)
+        _word_outcome_refusal(exc)
         raise
     logger.info("check returned", extra=log_extra(task_id=task_id, reviewer=user.pk))
     return outcome
@@ -415,7 +415,7 @@ def record_qa_review(
                 note=note,
             )
     except IntegrityError as exc:
-        _refuse_barred(exc)
+        _word_outcome_refusal(exc)
         raise
     logger.info(
         "qa reviewed",
@@ -475,7 +475,7 @@ def adjudicate(
                 overturn_id=overturn_id,
             )
     except IntegrityError as exc:
-        _refuse_barred(exc)
+        _word_outcome_refusal(exc)
         raise
     logger.info(
         "adjudicated", extra=log_extra(task_id=task_id, result=outcome.result, reviewer=user.pk)
