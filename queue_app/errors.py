@@ -42,6 +42,15 @@ class InvalidReason(ReviewError):
     message = "That reason code is not one of the reasons allowed for this verdict in this queue."
 
 
+class WarningsNotSeen(ReviewError):
+    """A decision on an item whose evidence rules raise warnings, without saying they were read."""
+
+    message = (
+        "This item's evidence raised warnings: confirm that you have read them (the box above "
+        "Submit) and decide again. Nothing was recorded."
+    )
+
+
 class InvalidVerdict(ReviewError):
     message = "That verdict is not available here."
 

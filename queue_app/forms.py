@@ -1,15 +1,23 @@
-"""Console forms. They check shape only; the services enforce every queue rule again."""
+"""Console forms. They check shape only; the services enforce every queue rule again.
+
+Every console and lane post is read through one of these, never from request.POST directly:
+Django's CharField and ChoiceField refuse a NUL (PostgreSQL text cannot hold one) and values
+outside their choices with a form error, before anything reaches the database.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
 from django import forms
 
 from queue_app.datetimes import moment_problem
-from queue_app.models import REVIEW_VERDICTS
+from queue_app.lanes import QA_VERDICTS
+from queue_app.models import REVIEW_VERDICTS, ReasonCode
 from queue_app.services import NOTE_MAX_LENGTH
+from queue_app.services.lanes import RETURN_NEEDS_NOTE
 
 
 class MomentField(forms.DateTimeField):
@@ -30,7 +38,23 @@ class MomentField(forms.DateTimeField):
 class LeaseForm(forms.Form):
     """The fence a release or renew names: the lease token from the page, never the URL."""
 
-    lease_token = forms.UUIDField(widget=forms.HiddenInput)
+    lease_token = forms.UUIDField(
+        widget=forms.HiddenInput,
+        error_messages={
+            "required": "This page carried no lease; open it again.",
+            "invalid": "This page's lease is not valid; open it again.",
+        },
+    )
+
+
+def _note_field(*, required: bool = False) -> forms.CharField:
+    return forms.CharField(
+        required=required,
+        max_length=NOTE_MAX_LENGTH,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        error_messages={"required": RETURN_NEEDS_NOTE},
+    )
 
 
 class DecisionForm(LeaseForm):
@@ -45,9 +69,79 @@ class DecisionForm(LeaseForm):
     reason_code = forms.SlugField(
         max_length=64, error_messages={"required": "Choose a reason for your verdict."}
     )
-    note = forms.CharField(
-        required=False,
-        max_length=NOTE_MAX_LENGTH,
-        strip=False,
-        widget=forms.Textarea(attrs={"rows": 3}),
+    note = _note_field()
+    # Ticked when the page showed the evidence rules' warnings; the decide refuses an item
+    # with warnings without it (services.submit_decision).
+    warnings_seen = forms.BooleanField(required=False)
+
+
+class ReturnForm(LeaseForm):
+    """A checker's return of the maker's decision: the note is what the maker reads."""
+
+    note = _note_field(required=True)
+
+    def clean_note(self) -> str:
+        note = self.cleaned_data["note"]
+        if not note.strip():
+            raise forms.ValidationError(RETURN_NEEDS_NOTE)
+        return note
+
+
+class _ReasonChoiceForm(LeaseForm):
+    """A lane form whose reason is one of the given codes (the queue's active ones)."""
+
+    reason_code = forms.ChoiceField(required=False)
+    note = _note_field()
+
+    def __init__(self, data: Any, *, reasons: Iterable[ReasonCode]) -> None:
+        super().__init__(data)
+        self.reasons = {reason.code: reason for reason in reasons}
+        self.fields["reason_code"].choices = [("", "")] + [
+            (code, reason.label) for code, reason in self.reasons.items()
+        ]
+        self.fields["reason_code"].error_messages["invalid_choice"] = (
+            "That reason is not one of this queue's reasons; choose one from the list."
+        )
+
+
+class QaReviewForm(_ReasonChoiceForm):
+    """A blind QA verdict with a reason of that verdict (reasons: the queue's QA reasons)."""
+
+    verdict = forms.ChoiceField(
+        choices=[(v, v.title()) for v in QA_VERDICTS],
+        error_messages={"required": "Choose a verdict: approve or reject."},
     )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        code, verdict = data.get("reason_code"), data.get("verdict")
+        if not code and "reason_code" not in self.errors:
+            self.add_error("reason_code", "Choose a reason for your verdict.")
+        elif code and verdict and self.reasons[code].verdict != verdict:
+            self.add_error(
+                "reason_code",
+                f"That is a reason to {self.reasons[code].verdict}; choose a reason to {verdict}.",
+            )
+        return data
+
+
+class AdjudicationForm(_ReasonChoiceForm):
+    """Uphold the original decision, or overturn it with one of the queue's overturn reasons."""
+
+    outcome = forms.ChoiceField(
+        choices=[("uphold", "Uphold"), ("overturn", "Overturn")],
+        error_messages={"required": "Choose uphold or overturn."},
+    )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        overturn = data.get("outcome") == "overturn"
+        if overturn and not data.get("reason_code") and "reason_code" not in self.errors:
+            self.add_error("reason_code", "An overturn needs a reason.")
+        return data
+
+
+def form_errors(form: forms.Form) -> str:
+    """The form's errors as one sentence for the page's message, ending in what happened."""
+    words = [str(message) for errors in form.errors.values() for message in errors]
+    return " ".join(words) + " Nothing was recorded."

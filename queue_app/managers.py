@@ -723,6 +723,7 @@ class DecisionManager(models.Manager["Decision"]):
         evidence_hash: str,
         note: str,
         qa_draw: int | None,
+        warnings_seen: bool,
         lock_timeout_ms: int,
         statement_timeout_ms: int,
     ) -> Decision | None:
@@ -748,6 +749,7 @@ class DecisionManager(models.Manager["Decision"]):
             # As numeric whatever its size (an int over 2**63 would be, one under it bigint):
             # one parameter type, so one prepared statement.
             "qa_draw": None if qa_draw is None else Decimal(qa_draw),
+            "warnings_seen": warnings_seen,
             "lock_timeout": f"{lock_timeout_ms}ms",
             "statement_timeout": f"{statement_timeout_ms}ms",
         }

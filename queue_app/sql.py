@@ -408,7 +408,14 @@ RETURNING i.id, i.queue_id, i.subject, i.payload, i.attachments,
           (SELECT coalesce(jsonb_agg(jsonb_build_object(
                       'verdict', p.verdict, 'path', p.path, 'threshold', p.threshold::text)),
                    '[]'::jsonb)
-             FROM queue_app_checkpolicy AS p WHERE p.queue_id = i.queue_id) AS check_policies
+             FROM queue_app_checkpolicy AS p WHERE p.queue_id = i.queue_id) AS check_policies,
+          -- The queue's evidence rules, for the decide to refuse one that warns unless the
+          -- reviewer said they read the warnings (rules.warnings_for). By the rule's queue.
+          (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                      'path', e.path, 'test', e.test, 'value', e.value, 'message', e.message)
+                      ORDER BY e.id),
+                   '[]'::jsonb)
+             FROM queue_app_evidencerule AS e WHERE e.queue_id = i.queue_id) AS evidence_rules
 """
 
 # Record a decision with its outbox row and its audit event, in the caller's transaction (the
@@ -529,6 +536,10 @@ CLOSE_AND_RECORD_DECISION = _RECORD_DECISION.format(
        AND NOT EXISTS (SELECT 1 FROM queue_app_checkpolicy AS p
                         WHERE p.queue_id = q.id AND p.verdict = %(verdict)s::text
                           AND p.path <> '')
+       -- Whether the evidence rules warn is judged in Python (rules.warnings_for): a queue
+       -- with rules settles here only when the reviewer said they read the warnings.
+       AND (%(warnings_seen)s::boolean
+            OR NOT EXISTS (SELECT 1 FROM queue_app_evidencerule AS e WHERE e.queue_id = q.id))
        AND """
     + _MAY_REVIEW.format(queue="%(queue_id)s")
     + """
@@ -1080,6 +1091,17 @@ SELECT d.*, u.id AS reviewer__id, u.username AS reviewer__username,
   LEFT JOIN auth_user AS u ON u.id = d.reviewer_id AND d.reviewer_username IS NULL
  WHERE d.item_id = %(item_id)s
  ORDER BY d.id
+"""
+
+# The checkers' returns of the item's decisions, with the note the maker (whoever decides the
+# item again) must read: the page shows each under the decision it returned. By the task's
+# item index; an item has a check per decision at most.
+PAGE_ITEM_RETURNS = """
+SELECT t.decision_id, o.actor_username, o.note, o.created_at
+  FROM queue_app_lanetask AS t
+  JOIN queue_app_laneoutcome AS o ON o.task_id = t.id
+ WHERE t.item_id = %(item_id)s AND t.kind = 'check' AND o.result = 'returned'
+ ORDER BY t.decision_id
 """
 
 # The lease holder's name, whoever holds the item: the page shows it only to someone else than

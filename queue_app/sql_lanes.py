@@ -44,6 +44,14 @@ _MAY_WORK_LANE = (
     + " END)"
 )
 
+# Whether lane task t is one the person of `me` (a CTE with their principal) may take: not a
+# decision they made, nor one they QA-reviewed (the stored principals, filled by the task's
+# insert trigger). The claim skips barred tasks by it and the home page's counts leave them
+# out by it, so a lane never offers work its claim refuses. Wrapped in coalesce() so the
+# planner cannot estimate it (see CLAIM_LANE_TASK); `me` is read through scalar subqueries.
+_NOT_BARRED = """coalesce(t.maker_principal_id <> (SELECT principal FROM me), true)
+       AND coalesce(t.second_principal_id <> (SELECT principal FROM me), true)"""
+
 # Next check / Next QA / Next adjudication: renew the caller's own live lease in this lane if
 # they hold one (a second tab, a reload), otherwise claim the open task whose lease is absent or
 # expired with the earliest deadline (a check's item's, copied at queueing; none last), then the
@@ -84,8 +92,9 @@ WITH me AS MATERIALIZED (
     SELECT t.id FROM queue_app_lanetask AS t
      WHERE t.queue_id = %(queue_id)s AND t.kind = %(kind)s::text AND t.state = 'open'
        AND (t.lease_expires IS NULL OR t.lease_expires < now())
-       AND coalesce(t.maker_principal_id <> (SELECT principal FROM me), true)
-       AND coalesce(t.second_principal_id <> (SELECT principal FROM me), true)
+       AND """
+    + _NOT_BARRED
+    + """
        AND (SELECT allowed FROM me)
        AND NOT EXISTS (SELECT 1 FROM mine)
      ORDER BY t.due_at, t.created_at, t.id
@@ -298,7 +307,8 @@ HOT_PATH = (
 )
 
 # The console home's lanes for one user, in one statement: per queue and lane the user may
-# work, the open tasks, how many are leased now, the oldest, and whether the lane is set up at
+# work, the open tasks they may take (_NOT_BARRED, the claim's own test), how many are leased
+# now, the oldest, and whether the lane is set up at
 # all (a check policy, a QA rate) so that an idle, unconfigured lane is not listed. Checks and
 # QA: the queues the user reviews (%(queue_ids)s, which the home page has read already).
 # Adjudication: every queue, for a holder of can_overturn (_CAN_OVERTURN, as the claim asks).
@@ -307,6 +317,7 @@ LANES_FOR_USER = (
     """
 WITH me AS MATERIALIZED (
     SELECT NOT EXISTS (SELECT 1 FROM queue_app_apiclient WHERE user_id = %(owner_id)s) AS human,
+           queue_app_principal(%(owner_id)s) AS principal,
            """
     + _CAN_OVERTURN
     + """ AS can_overturn
@@ -331,6 +342,9 @@ SELECT l.queue_id, l.slug, l.name, l.kind,
   FROM lanes AS l
   LEFT JOIN queue_app_lanetask AS t
          ON t.queue_id = l.queue_id AND t.kind = l.kind AND t.state = 'open'
+        AND """
+    + _NOT_BARRED
+    + """
  GROUP BY l.queue_id, l.slug, l.name, l.qa_rate, l.kind
  ORDER BY l.name, array_position(ARRAY['check', 'qa', 'adjudication'], l.kind)
 """

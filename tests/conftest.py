@@ -179,9 +179,16 @@ def shown_hash(item: ReviewItem) -> str:
     return item_evidence_hash(item)
 
 
-def approve_as_shown(item: ReviewItem, reviewer: User, *, queue_id: int | None = None) -> Any:
+def approve_as_shown(
+    item: ReviewItem,
+    reviewer: User,
+    *,
+    queue_id: int | None = None,
+    warnings_seen: bool | None = None,
+) -> Any:
     """Approve (reason verified) an item its reviewer holds, as its page showed it: the lease
-    token and evidence hash of the item as claimed. queue_id: as the console passes it."""
+    token and evidence hash of the item as claimed. queue_id, warnings_seen: as the console
+    passes them."""
     return submit_decision(
         item_id=item.pk,
         reviewer=reviewer,
@@ -190,6 +197,7 @@ def approve_as_shown(item: ReviewItem, reviewer: User, *, queue_id: int | None =
         reason_code="verified",
         evidence_hash=shown_hash(item),
         queue_id=queue_id,
+        warnings_seen=warnings_seen,
     )
 
 

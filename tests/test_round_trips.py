@@ -13,7 +13,7 @@ from django.db import DatabaseError, DataError, connection, transaction
 
 from queue_app.errors import InvalidReason, NotPermitted
 from queue_app.managers import run_together
-from queue_app.models import Decision, EffectJob, ItemEvent, ReviewItem
+from queue_app.models import Decision, EffectJob, EvidenceRule, ItemEvent, ReviewItem
 from queue_app.services import claim_next, submit_decision
 from tests.conftest import approve_as_shown, make_items, shown_hash
 
@@ -220,6 +220,26 @@ def test_a_decision_is_one_round_trip_and_wakes_the_workers_in_it(
         "JOIN queue_app_reviewitem i ON i.id = d.item_id WHERE d.id = %s",
         [decision.pk],
     ) == [("decided", shown_hash(item))]
+
+
+@pytest.mark.parametrize(("rules", "warnings_seen"), [(False, False), (True, True)])
+def test_a_console_decision_is_one_round_trip_unless_a_warning_needs_judging(
+    queue, alice, monkeypatch, notices, rules, warnings_seen
+):
+    # The console's decide says whether the reviewer ticked "I have read the warnings". A
+    # queue without evidence rules has none to judge, and a ticked post needs no judging:
+    # both stay one round trip (the item page's warnings are judged in Python, rules.py).
+    if rules:
+        EvidenceRule.objects.create(queue=queue, path="n", test="above", value="-1", message="n")
+    make_items(queue, 2)
+    item = claim_next(queue=queue, reviewer=alice)
+    writes = _writes(monkeypatch)
+    waits = _socket_waits(monkeypatch)
+    approve_as_shown(item, alice, queue_id=item.queue_id, warnings_seen=warnings_seen)
+    [write] = writes
+    assert (len(write), write[0], write[-3], write[-1]) == (6, b"BEGIN", b"COMMIT", b"Sync")
+    assert len(waits) == 1
+    assert notices == []
 
 
 def test_without_a_stored_hash_a_decision_takes_the_two_statement_way(

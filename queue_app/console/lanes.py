@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
+from django.forms import Form
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -30,12 +31,19 @@ from queue_app.errors import (
     EvidenceChanged,
     InvalidBounds,
     InvalidReason,
+    InvalidVerdict,
     NotPermitted,
     ReviewError,
     StaleLease,
 )
 from queue_app.evidence import item_evidence_hash
-from queue_app.forms import LeaseForm
+from queue_app.forms import (
+    AdjudicationForm,
+    LeaseForm,
+    QaReviewForm,
+    ReturnForm,
+    form_errors,
+)
 from queue_app.lanes import QA_VERDICTS
 from queue_app.models import LaneKind, LaneState, LaneTask, Queue, ReasonCode
 from queue_app.rules import warnings_for
@@ -133,39 +141,46 @@ def _context(request: HttpRequest, task: LaneTask, **more: Any) -> dict[str, Any
     }
     if task.kind == LaneKind.QA and mine:
         context["verdicts"] = [(v, v.title()) for v in QA_VERDICTS]
-        context["reasons"] = list(
-            ReasonCode.objects.filter(
-                queue_id=task.queue_id, verdict__in=QA_VERDICTS, retired_at__isnull=True
-            ).order_by("verdict", "label")
-        )
+        context["reasons"] = _qa_reasons(task)
     if task.kind == LaneKind.ADJUDICATION:
         source = LaneTask.objects.select_related("outcome__reason_code").get(pk=task.source_id)
         context["qa"] = source.outcome
         if mine:
-            context["overturn_reasons"] = list(
-                ReasonCode.objects.filter(
-                    queue_id=task.queue_id, verdict="overturn", retired_at__isnull=True
-                ).order_by("label")
-            )
+            context["overturn_reasons"] = _overturn_reasons(task)
     if context["outcome"] is not None and task.kind == LaneKind.QA:
         # Once the QA review is recorded, the reviewer may see what they were compared with.
         context["decision"] = decision
     return context
 
 
-def _token(request: HttpRequest, task: LaneTask) -> str:
-    form = LeaseForm(request.POST)
-    if not form.is_valid():
-        raise StaleLease("This page's lease is not valid any more; open the task again.")
-    return str(form.cleaned_data["lease_token"])
+def _qa_reasons(task: LaneTask) -> list[ReasonCode]:
+    """The reasons a QA review of the task may give: the queue's active approve and reject."""
+    return list(
+        ReasonCode.objects.filter(
+            queue_id=task.queue_id, verdict__in=QA_VERDICTS, retired_at__isnull=True
+        ).order_by("verdict", "label")
+    )
 
 
-def _again(request: HttpRequest, task: LaneTask, message: str, status: int = 400) -> HttpResponse:
+def _overturn_reasons(task: LaneTask) -> list[ReasonCode]:
+    """The reasons an adjudication may overturn with: the queue's active overturn reasons."""
+    return list(
+        ReasonCode.objects.filter(
+            queue_id=task.queue_id, verdict="overturn", retired_at__isnull=True
+        ).order_by("label")
+    )
+
+
+def _again(
+    request: HttpRequest, task: LaneTask, message: str, form: Form, status: int = 400
+) -> HttpResponse:
+    """The task's page again with the message, and the note as typed (less any NUL)."""
     messages.error(request, message)
+    note = str(form.data.get("note", "")).replace("\x00", "")
     return render(
         request,
         "console/lane_task.html",
-        _context(request, task, note=request.POST.get("note", "")),
+        _context(request, task, note=note, form=form),
         status=status,
     )
 
@@ -186,14 +201,24 @@ def _next_in_lane(request: HttpRequest, task: LaneTask) -> HttpResponse:
 
 
 def _finish(
-    request: HttpRequest, task: LaneTask, write: Callable[[], object], done: str
+    request: HttpRequest,
+    task: LaneTask,
+    form: Form,
+    write: Callable[[dict[str, Any]], object],
+    done: str,
 ) -> HttpResponse:
-    """Run a fenced finish: a form error shows the page again, a stale lease reopens it."""
+    """Run a fenced finish of a valid form; anything refused shows the page again, unwritten."""
+    if not form.is_valid():
+        return _again(request, task, form_errors(form), form)
     try:
-        write()
-    except (InvalidReason, InvalidBounds) as exc:
-        return _again(request, task, exc.message)
-    except (StaleLease, EvidenceChanged) as exc:
+        write(form.cleaned_data)
+    except (InvalidReason, InvalidVerdict, InvalidBounds) as exc:
+        return _again(request, task, exc.message, form)
+    except StaleLease as exc:
+        # Someone else holds or finished the task: show it as it is now.
+        return _again(request, _task_for(request, task.pk), exc.message, form, status=409)
+    except EvidenceChanged as exc:
+        # A confirmation over changed evidence was recorded as a return: show that outcome.
         messages.error(request, exc.message)
         return redirect("lane-task", task_id=task.pk)
     messages.success(request, done)
@@ -208,11 +233,12 @@ def lane_confirm(request: HttpRequest, task_id: int) -> HttpResponse:
     return _finish(
         request,
         task,
-        lambda: confirm_check(
+        LeaseForm(request.POST),
+        lambda data: confirm_check(
             task_id=task.pk,
             queue_id=task.queue_id,
             user=request.user,
-            lease_token=_token(request, task),
+            lease_token=data["lease_token"],
         ),
         f"Confirmed decision #{task.decision_id} on item #{task.item_id}.",
     )
@@ -226,12 +252,13 @@ def lane_return(request: HttpRequest, task_id: int) -> HttpResponse:
     return _finish(
         request,
         task,
-        lambda: return_check(
+        ReturnForm(request.POST),
+        lambda data: return_check(
             task_id=task.pk,
             queue_id=task.queue_id,
             user=request.user,
-            lease_token=_token(request, task),
-            note=request.POST.get("note", ""),
+            lease_token=data["lease_token"],
+            note=data["note"],
         ),
         f"Returned item #{task.item_id} for a new decision.",
     )
@@ -242,21 +269,18 @@ def lane_return(request: HttpRequest, task_id: int) -> HttpResponse:
 def lane_qa(request: HttpRequest, task_id: int) -> HttpResponse:
     """Record my blind QA verdict and reason."""
     task = _task_for(request, task_id)
-    verdict = request.POST.get("verdict", "")
-    reason = request.POST.get("reason_code", "")
-    if verdict not in QA_VERDICTS or not reason:
-        return _again(request, task, "Choose a verdict and a reason; nothing was recorded.")
     return _finish(
         request,
         task,
-        lambda: record_qa_review(
+        QaReviewForm(request.POST, reasons=_qa_reasons(task)),
+        lambda data: record_qa_review(
             task_id=task.pk,
             queue_id=task.queue_id,
             user=request.user,
-            lease_token=_token(request, task),
-            verdict=verdict,
-            reason_code=reason,
-            note=request.POST.get("note", ""),
+            lease_token=data["lease_token"],
+            verdict=data["verdict"],
+            reason_code=data["reason_code"],
+            note=data["note"],
         ),
         f"Recorded your QA review of item #{task.item_id}.",
     )
@@ -267,25 +291,29 @@ def lane_qa(request: HttpRequest, task_id: int) -> HttpResponse:
 def lane_adjudicate(request: HttpRequest, task_id: int) -> HttpResponse:
     """Uphold the original decision, or overturn it to the QA verdict."""
     task = _task_for(request, task_id)
-    choice = request.POST.get("outcome", "")
-    if choice not in ("uphold", "overturn"):
-        return _again(request, task, "Choose uphold or overturn; nothing was recorded.")
-    if choice == "overturn" and not request.POST.get("reason_code"):
-        return _again(request, task, "An overturn needs a reason; nothing was recorded.")
     return _finish(
         request,
         task,
-        lambda: adjudicate(
+        AdjudicationForm(request.POST, reasons=_overturn_reasons(task)),
+        lambda data: adjudicate(
             task_id=task.pk,
             queue_id=task.queue_id,
             user=request.user,
-            lease_token=_token(request, task),
-            uphold=choice == "uphold",
-            reason_code=request.POST.get("reason_code", ""),
-            note=request.POST.get("note", ""),
+            lease_token=data["lease_token"],
+            uphold=data["outcome"] == "uphold",
+            reason_code=data["reason_code"],
+            note=data["note"],
         ),
         f"Adjudicated item #{task.item_id}.",
     )
+
+
+def _token(request: HttpRequest) -> str:
+    """The posted lease token of a renew or release (a bad one is a stale lease)."""
+    form = LeaseForm(request.POST)
+    if not form.is_valid():
+        raise StaleLease("This page's lease is not valid any more; open the task again.")
+    return str(form.cleaned_data["lease_token"])
 
 
 @post_only
@@ -304,7 +332,7 @@ def lane_renew(request: HttpRequest, task_id: int) -> HttpResponse:
             task_id=task.pk,
             queue_id=task.queue_id,
             user=request.user,
-            lease_token=_token(request, task),
+            lease_token=_token(request),
         )
     except NotPermitted as exc:
         if as_json:
@@ -331,7 +359,7 @@ def lane_release(request: HttpRequest, task_id: int) -> HttpResponse:
             task_id=task.pk,
             queue_id=task.queue_id,
             user=request.user,
-            lease_token=_token(request, task),
+            lease_token=_token(request),
         )
     except StaleLease as exc:
         messages.error(request, exc.message)

@@ -38,6 +38,7 @@ from queue_app.errors import (
     QueueEmpty,
     ReviewError,
     StaleLease,
+    WarningsNotSeen,
 )
 from queue_app.evidence import item_evidence_hash
 from queue_app.forms import DecisionForm, LeaseForm
@@ -293,6 +294,9 @@ def _render_item(
         return _item_unavailable(request, item.pk)
 
 
+_UNDECIDED = (ItemState.PENDING, ItemState.LEASED, ItemState.HELD)
+
+
 def _item_unavailable(request: HttpRequest, item_id: int) -> HttpResponse:
     """Say the item cannot be shown, and offer its holder the Release button."""
     # Only the lease columns: whatever broke the page (most likely the payload) stays unread.
@@ -338,6 +342,12 @@ def _render_item_page(
         "queue": item.queue,
         "evidence": evidence_view(item.payload, warnings_for(item.payload, rows.evidence_rules)),
         "decisions": rows.decisions,
+        # The checker's note on the decision they returned, for whoever decides the item again.
+        "check_return": (
+            getattr(rows.decisions[-1], "check_return", None)
+            if rows.decisions and item.state in _UNDECIDED
+            else None
+        ),
         "mine": mine,
         "held_by_other": held_by_other,
         "attachments": attachment_cards(request, item),
@@ -435,6 +445,7 @@ def item_decide(request: HttpRequest, item_id: int) -> HttpResponse:
                 evidence_hash=data["evidence_hash"],
                 note=data["note"],
                 queue_id=queue.pk if queue is not None else posted_queue_id,
+                warnings_seen=data["warnings_seen"],
             )
         except ReviewError:
             if queue is None:
@@ -445,7 +456,7 @@ def item_decide(request: HttpRequest, item_id: int) -> HttpResponse:
         # Show the item as it is now: someone else's, decided, or with the new evidence.
         messages.error(request, exc.message)
         return redirect("item", item_id=item_id)
-    except (InvalidReason, InvalidVerdict, InvalidBounds) as exc:
+    except (InvalidReason, InvalidVerdict, InvalidBounds, WarningsNotSeen) as exc:
         # The transaction rolled back and the lease is still mine: keep what was typed.
         messages.error(request, exc.message)
         return _render_item(request, _item_for(request, item_id), form=form, status=400)

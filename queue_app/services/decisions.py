@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -17,6 +19,7 @@ from queue_app.errors import (
     InvalidVerdict,
     NotPermitted,
     StaleLease,
+    WarningsNotSeen,
 )
 from queue_app.evidence import item_evidence_hash, row_evidence_hash, row_payload
 from queue_app.lanes import QA_VERDICTS, check_needed, qa_draw, qa_sampled
@@ -26,6 +29,7 @@ from queue_app.models import (
     REVIEW_VERDICTS,
     ApiClient,
     Decision,
+    EvidenceRule,
     LaneKind,
     LaneResult,
     LaneTask,
@@ -34,6 +38,7 @@ from queue_app.models import (
     ReviewItem,
     Verdict,
 )
+from queue_app.rules import warnings_for
 from queue_app.services._common import (
     NOTE_MAX_LENGTH,
     User,
@@ -66,11 +71,15 @@ def submit_decision(
     evidence_hash: str,
     note: str = "",
     queue_id: int | None = None,
+    warnings_seen: bool | None = None,
 ) -> Decision:
     """Close a leased item with a verdict, fenced by the lease token and the evidence hash.
 
     queue_id is the queue the caller found the item in (the console loads the item anyway);
     without it the item's is read first, one primary-key read (the API's by-id routes).
+    warnings_seen: whether the reviewer confirmed reading the evidence rules' warnings, from
+    a page that shows them (the console); False refuses an item whose rules warn
+    (WarningsNotSeen). None: the caller shows no warnings (the API, the demo seed).
     """
     token = parse_token(lease_token)
     if verdict not in REVIEW_VERDICTS:
@@ -105,6 +114,7 @@ def submit_decision(
                 qa_draw=qa_draw(item_id=item_id, lease_token=token)
                 if verdict in QA_VERDICTS
                 else None,
+                warnings_seen=warnings_seen is not False,
                 **timeouts,
             )
         if decision is None:
@@ -117,6 +127,7 @@ def submit_decision(
                 reason_code=_code(reason_code),
                 evidence_hash=evidence_hash,
                 note=note,
+                check_warnings=warnings_seen is False,
                 **timeouts,
             )
     except IntegrityError as exc:
@@ -151,6 +162,7 @@ def _close_then_record(
     reason_code: str,
     evidence_hash: str,
     note: str,
+    check_warnings: bool,
     lock_timeout_ms: int,
     statement_timeout_ms: int,
 ) -> Decision:
@@ -174,6 +186,8 @@ def _close_then_record(
             raise EvidenceChanged()
         if verdict == Verdict.ESCALATE and closed["escalation_queue_id"] is None:
             raise InvalidVerdict("This queue has no escalation queue to escalate to.")
+        if check_warnings and _evidence_warns(closed):
+            raise WarningsNotSeen()
         # Second-person controls (queue_app/lanes.py), from what CLOSE_ITEM returned: a
         # decision the queue's policy says needs a check waits for a checker (no effect job
         # yet); otherwise it may be drawn for a blind QA review.
@@ -202,6 +216,18 @@ def _close_then_record(
         )
     decision.queue_slug = closed["queue_slug"]
     return decision
+
+
+def _evidence_warns(closed: dict[str, Any]) -> bool:
+    """Whether the queue's evidence rules (as CLOSE_ITEM returned them) warn on the item."""
+    rules = closed["evidence_rules"]
+    if isinstance(rules, str):  # jsonb as Django's cursors return it: text
+        rules = json.loads(rules)
+    if not rules:
+        return False
+    return bool(
+        warnings_for(row_payload(closed["payload"]), [EvidenceRule(**rule) for rule in rules])
+    )
 
 
 def standing_decision(*, item: ReviewItem | int) -> Decision | None:

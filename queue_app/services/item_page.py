@@ -14,6 +14,7 @@ checks access.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -28,6 +29,15 @@ from queue_app.models import (
     ReasonCode,
     ReviewItem,
 )
+
+
+@dataclass(frozen=True)
+class CheckReturn:
+    """A checker's return of a decision: who, when, and the note the maker reads."""
+
+    actor_username: str
+    note: str
+    created_at: datetime
 
 
 @dataclass
@@ -49,6 +59,7 @@ class PageResults:
     evidence_rules: Result
     hold_reasons: Result
     lease_holder: Result
+    returns: Result
 
 
 def read_item_page(*, item_id: int, user_id: int) -> tuple[ReviewItem | None, PageResults]:
@@ -76,16 +87,17 @@ def _page_steps(item_id: int) -> list[tuple[str, dict[str, Any]]]:
         (sql.PAGE_ITEM_EVIDENCE_RULES, params),
         (sql.PAGE_ITEM_HOLD_REASONS, params),
         (sql.PAGE_ITEM_LEASE_HOLDER, params),
+        (sql.PAGE_ITEM_RETURNS, params),
     ]
 
 
 def item_page_rows(
     item: ReviewItem, *, mine: bool, held_by_other: bool, read: PageResults | None = None
 ) -> ItemPageRows:
-    """Read the decisions (with their reasons and authors), the queue's evidence rules and,
-    for the lease holder, the form's reason codes and hold reasons; name the lease holder on
-    item.lease_owner when it is someone else. read: what read_item_page already read with
-    the item, built here instead of read again."""
+    """Read the decisions (with their reasons, authors and checkers' returns), the queue's
+    evidence rules and, for the lease holder, the form's reason codes and hold reasons; name
+    the lease holder on item.lease_owner when it is someone else. read: what read_item_page
+    already read with the item, built here instead of read again."""
     user_model = get_user_model()
     if read is None:
         # An item read on its own (views._render_item after a refused write): its rows now.
@@ -97,7 +109,10 @@ def item_page_rows(
     reviewers = {u.pk: u for u in build_instances(user_model, (names, joined))}
     codes = build_instances(ReasonCode, read.reason_codes)
     by_id = {code.pk: code for code in codes}
+    returns = {row[0]: CheckReturn(*row[1:]) for row in read.returns[1]}
     for decision in decisions:
+        # The checker's return of this decision, if it was returned (None otherwise).
+        decision.check_return = returns.get(decision.pk)
         # Set as select_related would: the template reads decision.reason_code.label, and
         # reviewer_name falls back to decision.reviewer for rows without reviewer_username.
         # A code missing here (none should be) is left to the descriptor to load.

@@ -61,6 +61,11 @@ SELF_CHECK = (
     "second person."
 )
 LANE_ACCESS_LOST = "You no longer have access to this lane. Nothing was recorded."
+RETURN_NEEDS_NOTE = "Say why you return the decision: the maker reads your note."
+QA_REASON_REFUSED = (
+    "That reason is not one of this queue's reasons for your verdict; choose a reason to "
+    "approve for an approval, to reject for a rejection. Nothing was recorded."
+)
 EVIDENCE_CHANGED_ON_CHECK = (
     "The evidence changed after the maker's decision, so it cannot be confirmed: the item went "
     "back to its queue for a new review. Nothing was confirmed."
@@ -160,6 +165,8 @@ def _queue_of(task_id: int, queue_id: int | None) -> int:
 def _note(note: str) -> str:
     if len(note) > NOTE_MAX_LENGTH:
         raise InvalidBounds(f"The note is longer than {NOTE_MAX_LENGTH} characters.")
+    if "\x00" in note:  # PostgreSQL text cannot hold it: refused here, not as a DataError
+        raise InvalidBounds("The note contains a NUL character; remove it and submit again.")
     return note
 
 
@@ -264,9 +271,20 @@ def _finish(
     return outcomes[0]
 
 
-def _refuse_barred(exc: IntegrityError) -> None:
-    if "second person" in str(exc):
+def _word_outcome_refusal(exc: IntegrityError) -> None:
+    """Raise the named error for a refusal of the lane outcome's rules, if it is one.
+
+    The outcome's insert trigger and check constraints (migration 0011) are the rules; this
+    only words their refusals: a barred second person, a QA reason that is not one of the
+    queue's active reasons for the verdict, a return or QA review missing what it must say.
+    """
+    text = str(exc)
+    if "second person" in text:
         raise NotPermitted(SELF_CHECK) from None
+    if "QA reason" in text or "laneoutcome_qa_has_verdict" in text:
+        raise InvalidReason(QA_REASON_REFUSED) from None
+    if "laneoutcome_return_has_note" in text:
+        raise InvalidBounds(RETURN_NEEDS_NOTE) from None
 
 
 def confirm_check(
@@ -322,7 +340,7 @@ def confirm_check(
                     wake=True,  # CONFIRM_CHECK queued the maker's effect job
                 )
     except IntegrityError as exc:
-        _refuse_barred(exc)
+        _word_outcome_refusal(exc)
         raise
     logger.info(
         "check finished",
@@ -344,7 +362,7 @@ def return_check(
     """Return a maker's decision (a note is required): the item goes back for a new decision."""
     token = parse_token(lease_token)
     if not note.strip():
-        raise InvalidBounds("Say why you return the decision: the maker reads your note.")
+        raise InvalidBounds(RETURN_NEEDS_NOTE)
     _note(note)
     if not _may_work_lanes(user):
         raise NotPermitted("You do not have access to this lane.")
@@ -357,7 +375,7 @@ def return_check(
                 sql_lanes.RETURN_CHECK, row=row, user=user, result=LaneResult.RETURNED, note=note
             )
     except IntegrityError as exc:
-        _refuse_barred(exc)
+        _word_outcome_refusal(exc)
         raise
     logger.info("check returned", extra=log_extra(task_id=task_id, reviewer=user.pk))
     return outcome
@@ -377,6 +395,8 @@ def record_qa_review(
     token = parse_token(lease_token)
     if verdict not in QA_VERDICTS:
         raise InvalidVerdict("A QA review approves or rejects.")
+    if not reason_code or "\x00" in reason_code:
+        raise InvalidReason(QA_REASON_REFUSED)
     _note(note)
     if not _may_work_lanes(user):
         raise NotPermitted("You do not have access to this lane.")
@@ -395,9 +415,7 @@ def record_qa_review(
                 note=note,
             )
     except IntegrityError as exc:
-        _refuse_barred(exc)
-        if "laneoutcome_qa_has_verdict" in str(exc) or "reason_code" in str(exc):
-            raise InvalidReason() from None
+        _word_outcome_refusal(exc)
         raise
     logger.info(
         "qa reviewed",
@@ -457,7 +475,7 @@ def adjudicate(
                 overturn_id=overturn_id,
             )
     except IntegrityError as exc:
-        _refuse_barred(exc)
+        _word_outcome_refusal(exc)
         raise
     logger.info(
         "adjudicated", extra=log_extra(task_id=task_id, result=outcome.result, reviewer=user.pk)

@@ -189,8 +189,11 @@
     if (verdict && (!current || current.dataset.verdict !== verdict)) {
       // Never guess: reasons of one verdict can differ in consequence (a sanctions match is
       // not an expired document). Only a reason the queue marked as its safe default is
-      // filled in; otherwise the reviewer chooses.
-      const safe = select.querySelector(`option[data-verdict="${verdict}"][data-default]`);
+      // filled in, and not even that while the evidence rules warn: a default is safe for
+      // clean evidence, and two keys must not approve over a red flag.
+      const safe = form.dataset.warnings
+        ? null
+        : select.querySelector(`option[data-verdict="${verdict}"][data-default]`);
       select.value = safe ? safe.value : "";
     }
     showMissingReason(form, false);

@@ -233,9 +233,9 @@ def test_its_query_count_does_not_grow_with_history(alice_client, alice, bob, su
     held = claim_next(queue=queue, reviewer=alice)
     # The session with its user; then the item with its queue and whether I may review it
     # (sql.ITEM_WITH_QUEUE_AND_ACCESS), earlier decisions with their pre-0007 authors' names,
-    # the reason codes, evidence rules, the hold form's reasons and the lease holder's name
-    # (one round trip, services/item_page.read_item_page).
-    assert queries(held.pk) == 7
+    # the reason codes, evidence rules, the hold form's reasons, the lease holder's name and
+    # the checkers' returns (one round trip, services/item_page.read_item_page).
+    assert queries(held.pk) == 8
 
 
 def test_the_item_page_is_two_round_trips(alice_client, alice, bob, queue, monkeypatch):

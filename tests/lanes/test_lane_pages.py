@@ -6,6 +6,7 @@ import pytest
 from django.test import Client
 
 from queue_app.models import EffectJob, LaneOutcome, LaneTask, ReviewItem
+from queue_app.services import claim_lane_task, record_qa_review
 from tests.lanes.conftest import decide_one
 
 pytestmark = pytest.mark.django_db
@@ -104,3 +105,60 @@ def test_the_item_page_says_a_decision_awaits_its_check(checked_queue, alice, ca
     decision = decide_one(checked_queue, alice)
     html = _as(carol).get(f"/items/{decision.item_id}/").content.decode()
     assert 'id="awaiting-check"' in html and "second person" in html
+
+
+def test_it_leaves_the_makers_own_check_out_of_her_home_count(checked_queue, alice, carol):
+    # alice's decision awaits its check: nothing in the lane is hers to take, so her home
+    # page offers no Next check; carol's counts it.
+    decide_one(checked_queue, alice)
+    mine = _as(alice).get("/")
+    [lane] = [lane for lane in mine.context["lanes"] if lane["kind"] == "check"]
+    assert (lane["open"], lane["oldest"]) == (0, None)
+    html = mine.content.decode()
+    assert 'class="lane-next-form"' not in html and "Nothing waiting" in html
+    assert _as(alice).post(f"/queues/{checked_queue.slug}/lanes/check/next/").status_code == 302
+    assert LaneTask.objects.get().lease_owner_id is None  # and indeed the claim gives her none
+    [lane] = [lane for lane in _as(carol).get("/").context["lanes"] if lane["kind"] == "check"]
+    assert lane["open"] == 1
+
+
+def test_it_leaves_the_qa_reviewers_own_disagreement_out_of_their_adjudication_count(
+    queue, alice, adjudicator, carol
+):
+    queue.qa_rate = 100
+    queue.save(update_fields=["qa_rate"])
+    decide_one(queue, alice)
+    qa = claim_lane_task(queue=queue, kind="qa", user=adjudicator)
+    record_qa_review(
+        task_id=qa.pk,
+        user=adjudicator,
+        lease_token=qa.lease_token,
+        verdict="reject",
+        reason_code="fraud",
+    )
+    lanes = _as(adjudicator).get("/").context["lanes"]
+    assert [lane["open"] for lane in lanes if lane["kind"] == "adjudication"] in ([], [0])
+
+
+def test_it_shows_the_checkers_return_note_to_the_maker_on_the_item_and_the_task(
+    checked_queue, alice, carol
+):
+    decision = decide_one(checked_queue, alice)
+    client = _as(carol)
+    client.post(f"/queues/{checked_queue.slug}/lanes/check/next/")
+    task = LaneTask.objects.get(decision=decision)
+    note = "Variance is in USD, not EUR <b>check</b>"
+    client.post(f"/lanes/{task.pk}/return/", {"lease_token": str(task.lease_token), "note": note})
+    # The item comes back to the maker with the note where she decides.
+    maker = _as(alice)
+    opened = maker.post(f"/queues/{checked_queue.slug}/next/")
+    assert opened["Location"] == f"/items/{decision.item_id}/"
+    html = maker.get(opened["Location"]).content.decode()
+    assert 'id="check-return"' in html and 'id="decision-form"' in html
+    escaped = "Variance is in USD, not EUR &lt;b&gt;check&lt;/b&gt;"
+    assert escaped in html.split('id="check-return"')[1].split("</div>")[0]
+    assert "Returned by carol" in html
+    assert html.count(escaped) == 2  # and under the returned decision in the history
+    # The check's page says it too, to the maker as to anyone who opens it.
+    page = maker.get(f"/lanes/{task.pk}/").content.decode()
+    assert 'id="lane-outcome-note"' in page and escaped in page

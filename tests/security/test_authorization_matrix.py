@@ -155,16 +155,18 @@ EXPECTED: list[tuple[str, dict[str, str]]] = [
     # access to the queue; the superuser finds nothing free (alice holds the one check).
     ("lane-next", row(LOGIN, "403", "302+write", "403", "302")),
     ("lane-task", row(LOGIN, "404", "200", "404", "200")),
-    # Only the lease holder's token finishes a task: everyone else is fenced out.
-    ("lane-confirm", row(LOGIN, "404", "302+write", "404", "302")),
-    ("lane-return", row(LOGIN, "404", "302+write", "404", "302")),
+    # Only the lease holder's token finishes a task: everyone else is fenced out, and gets
+    # the task's page back as it is (409), nothing written.
+    ("lane-confirm", row(LOGIN, "404", "302+write", "404", "409")),
+    ("lane-return", row(LOGIN, "404", "302+write", "404", "409")),
     ("lane-release", row(LOGIN, "404", "302+write", "404", "302")),
     # The page's heartbeat: only the holder's token extends the lease (a plain post here).
     ("lane-renew", row(LOGIN, "404", "302+write", "404", "302")),
     # The task is a check: a QA or adjudication post on it finishes nothing (and alice lacks
-    # can_overturn for adjudication).
-    ("lane-qa", row(LOGIN, "404", "302", "404", "302")),
-    ("lane-adjudicate", row(LOGIN, "404", "302", "404", "302")),
+    # can_overturn for adjudication). QA finds no QA task under the token (409, the page); the
+    # adjudication form is refused first, "verified" being no overturn reason (400, the page).
+    ("lane-qa", row(LOGIN, "404", "409", "404", "409")),
+    ("lane-adjudicate", row(LOGIN, "404", "400", "404", "400")),
 ]
 
 
