@@ -239,12 +239,20 @@ class DecisionAdmin(BlindQAAdmin, ReadOnlyAdmin):
                 form.add_error(None, exc.message)
             else:
                 self.log_addition(request, overturn, [{"added": {}}])
-                self.message_user(
-                    request,
-                    f"Overturn #{overturn.pk} recorded: decision #{decision.pk} is superseded and "
-                    f"{overturn.corrected_verdict} now stands. The apply worker carries it out.",
-                    messages.SUCCESS,
-                )
+                if getattr(overturn, "awaiting_check", False):
+                    # The queue's check policy covers the corrected verdict: a second person
+                    # confirms it in the check lane before it takes effect.
+                    said = (
+                        f"Overturn #{overturn.pk} recorded: it waits for a second person's "
+                        f"check before {overturn.corrected_verdict} takes effect."
+                    )
+                else:
+                    said = (
+                        f"Overturn #{overturn.pk} recorded: decision #{decision.pk} is "
+                        f"superseded and {overturn.corrected_verdict} now stands. The apply "
+                        "worker carries it out."
+                    )
+                self.message_user(request, said, messages.SUCCESS)
                 return redirect("admin:queue_app_reviewitem_change", decision.item_id)
         context = {
             **self.admin_site.each_context(request),

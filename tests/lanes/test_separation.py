@@ -228,3 +228,23 @@ def test_it_fills_the_checker_of_a_qa_task_queued_in_another_statement(sampled_q
     decision = _confirmed(sampled_queue, alice, carol)
     qa = LaneTask.objects.get(decision=decision, kind="qa")
     assert qa.checker_principal_id == carol.pk
+
+
+def test_the_admin_says_an_overturn_waits_for_its_check(checked_queue, alice, supervisor, client):
+    decision = decide_one(
+        checked_queue, alice, verdict="reject", reason="fraud", variance_amount="250000.00"
+    )
+    supervisor.user_permissions.add(Permission.objects.get(codename="view_decision"))
+    client.force_login(supervisor)
+    response = client.post(
+        reverse("admin:queue_app_decision_overturn", args=[decision.pk]),
+        {
+            "corrected_verdict": "approve",
+            "reason_code": checked_queue.reason_codes.get(code="reviewer_error").pk,
+            "note": "the statement proves the write-off",
+        },
+        follow=True,
+    )
+    assert "waits for a second person" in response.content.decode()
+    overturn = Decision.objects.get(supersedes=decision)
+    assert not EffectJob.objects.filter(decision=overturn).exists()
