@@ -140,6 +140,10 @@ class LaneTask(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     second_principal_id = models.BigIntegerField(editable=False, null=True)
+    # QA and adjudication only: the principal of the checker who confirmed the decision,
+    # filled by the insert trigger (also barred: separation of duties), so the claim skips
+    # the checker's tasks without a function call per row.
+    checker_principal_id = models.BigIntegerField(editable=False, null=True)
     state = models.CharField(max_length=8, choices=LaneState.choices, default=LaneState.OPEN)
     lease_owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"

@@ -50,7 +50,8 @@ _MAY_WORK_LANE = (
 # out by it, so a lane never offers work its claim refuses. Wrapped in coalesce() so the
 # planner cannot estimate it (see CLAIM_LANE_TASK); `me` is read through scalar subqueries.
 _NOT_BARRED = """coalesce(t.maker_principal_id <> (SELECT principal FROM me), true)
-       AND coalesce(t.second_principal_id <> (SELECT principal FROM me), true)"""
+       AND coalesce(t.second_principal_id <> (SELECT principal FROM me), true)
+       AND coalesce(t.checker_principal_id <> (SELECT principal FROM me), true)"""
 
 # Next check / Next QA / Next adjudication: renew the caller's own live lease in this lane if
 # they hold one (a second tab, a reload), otherwise claim the open task whose lease is absent or
@@ -63,8 +64,9 @@ _NOT_BARRED = """coalesce(t.maker_principal_id <> (SELECT principal FROM me), tr
 #   in the index's own order (ascending, NULLs last, as ORDER BY below): done tasks
 #   are never read. Live leases stay in the index; a claim walks past at most one per working
 #   second person (a handful), so unlike review items they need no state of their own;
-# - tasks the claimer is barred from (their principal made or QA-reviewed the decision) are
-#   skipped by the stored principals; the lanetask trigger refuses them anyway;
+# - tasks the claimer is barred from (their principal made, checked or QA-reviewed the
+#   decision) are skipped by the stored principals; the lanetask trigger refuses them anyway,
+#   and any other part in the decision's chain (an overturn) too (migration 0029);
 # - the outer WHERE re-checks the row (EvalPlanQual re-evaluates only the outer conditions):
 #   a task finished or re-leased while we waited for its lock is not stamped.
 # The gate is _MAY_WORK_LANE: checks and QA need the queue's review access, adjudication
@@ -215,13 +217,20 @@ CONFIRM_CHECK = _FINISH.format(
            (decision_id, queue_id, created_at, attempts, next_attempt_at, last_error, dead)
     SELECT decision_id, queue_id, now(), 0, now(), '', false FROM done
 ), item AS (
-    UPDATE queue_app_reviewitem AS i SET state = 'decided', decided_at = now()
+    -- A confirmed overturn's item was decided before: its outcome changes, its time does not.
+    UPDATE queue_app_reviewitem AS i
+       SET state = 'decided',
+           decided_at = CASE WHEN %(is_overturn)s THEN i.decided_at ELSE now() END
       FROM done
      WHERE i.id = done.item_id AND i.queue_id = %(queue_id)s AND i.state = 'awaiting_check'
 ), qa AS (
+    -- This statement's confirmation is invisible to the task's insert trigger: the checker
+    -- (barred from the QA review) is named here.
     INSERT INTO queue_app_lanetask
-           (kind, queue_id, item_id, decision_id, maker_id, state, lease_count, created_at)
-    SELECT 'qa', done.queue_id, done.item_id, done.decision_id, done.maker_id, 'open', 0, now()
+           (kind, queue_id, item_id, decision_id, maker_id, state, lease_count,
+            checker_principal_id, created_at)
+    SELECT 'qa', done.queue_id, done.item_id, done.decision_id, done.maker_id, 'open', 0,
+           queue_app_principal(%(owner_id)s), now()
       FROM done WHERE %(qa_sampled)s
 ), events AS (
     INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
@@ -233,14 +242,18 @@ CONFIRM_CHECK = _FINISH.format(
 
 # Return a check: the outcome (a note is required: laneoutcome_return_has_note), and the item
 # back to pending in a new review round with its lease count reset, for a new decision (which
-# again needs a check). No effect job is ever written for the returned decision.
+# again needs a check). No effect job is ever written for the returned decision. A returned
+# overturn leaves the decision it would have superseded standing: the item is decided again,
+# in the same round.
 RETURN_CHECK = _FINISH.format(
     reason=_NO_REASON,
     more="""
 , item AS (
     UPDATE queue_app_reviewitem AS i
-       SET state = 'pending', decided_at = NULL, review_round = i.review_round + 1,
-           lease_count = 0
+       SET state = CASE WHEN %(is_overturn)s THEN 'decided' ELSE 'pending' END,
+           decided_at = CASE WHEN %(is_overturn)s THEN i.decided_at END,
+           review_round = i.review_round + CASE WHEN %(is_overturn)s THEN 0 ELSE 1 END,
+           lease_count = CASE WHEN %(is_overturn)s THEN i.lease_count ELSE 0 END
       FROM done
      WHERE i.id = done.item_id AND i.queue_id = %(queue_id)s AND i.state = 'awaiting_check'
 ), events AS (
@@ -264,9 +277,9 @@ RECORD_QA_REVIEW = _FINISH.format(
 , adjudication AS (
     INSERT INTO queue_app_lanetask
            (kind, queue_id, item_id, decision_id, maker_id, source_id, second_id, state,
-            lease_count, created_at)
+            lease_count, checker_principal_id, created_at)
     SELECT 'adjudication', done.queue_id, done.item_id, done.decision_id, done.maker_id,
-           done.id, done.lease_owner_id, 'open', 0, now()
+           done.id, done.lease_owner_id, 'open', 0, done.checker_principal_id, now()
       FROM done JOIN outcome ON outcome.task_id = done.id
      WHERE NOT outcome.agrees_verdict
 ), events AS (

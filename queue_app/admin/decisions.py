@@ -16,6 +16,7 @@ from django.utils.html import format_html
 
 from queue_app import services
 from queue_app.admin.base import ReadOnlyAdmin
+from queue_app.admin.blindness import BlindQAAdmin
 from queue_app.admin.filters import (
     AppliedFilter,
 )
@@ -78,7 +79,7 @@ def _decision_summary(decision: Decision) -> list[tuple[str, str]]:
 
 
 @admin.register(Decision)
-class DecisionAdmin(ReadOnlyAdmin):
+class DecisionAdmin(BlindQAAdmin, ReadOnlyAdmin):
     """Append-only: the only write is an overturn, through its own form and the service."""
 
     list_display = (
@@ -205,7 +206,7 @@ class DecisionAdmin(ReadOnlyAdmin):
     def overturn_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
         """Show and handle the overturn form; service refusals come back as form errors."""
         decision = get_object_or_404(
-            Decision.objects.select_related("item", "queue", "reviewer", "reason_code"),
+            self.get_queryset(request).select_related("item", "queue", "reviewer", "reason_code"),
             pk=object_id,
         )
         if not self.has_view_permission(request, decision) or not request.user.has_perm(
@@ -238,12 +239,20 @@ class DecisionAdmin(ReadOnlyAdmin):
                 form.add_error(None, exc.message)
             else:
                 self.log_addition(request, overturn, [{"added": {}}])
-                self.message_user(
-                    request,
-                    f"Overturn #{overturn.pk} recorded: decision #{decision.pk} is superseded and "
-                    f"{overturn.corrected_verdict} now stands. The apply worker carries it out.",
-                    messages.SUCCESS,
-                )
+                if getattr(overturn, "awaiting_check", False):
+                    # The queue's check policy covers the corrected verdict: a second person
+                    # confirms it in the check lane before it takes effect.
+                    said = (
+                        f"Overturn #{overturn.pk} recorded: it waits for a second person's "
+                        f"check before {overturn.corrected_verdict} takes effect."
+                    )
+                else:
+                    said = (
+                        f"Overturn #{overturn.pk} recorded: decision #{decision.pk} is "
+                        f"superseded and {overturn.corrected_verdict} now stands. The apply "
+                        "worker carries it out."
+                    )
+                self.message_user(request, said, messages.SUCCESS)
                 return redirect("admin:queue_app_reviewitem_change", decision.item_id)
         context = {
             **self.admin_site.each_context(request),

@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html
 
 from queue_app.admin.base import ReadOnlyAdmin
+from queue_app.admin.blindness import BlindQAAdmin
 from queue_app.admin.filters import (
     AgeFilter,
     LeaseCountFilter,
@@ -28,7 +29,9 @@ def _one_line(text: str) -> str:
 
 
 @admin.register(ReviewItem)
-class ReviewItemAdmin(ReadOnlyAdmin):
+class ReviewItemAdmin(BlindQAAdmin, ReadOnlyAdmin):
+    blind_item_path = "id"
+
     # Read at 1366 px (issue 19): subjects and queue names on one line, cut with an ellipsis
     # and whole on hover; dates never wrap (admin.css). The nav sidebar is left off this one
     # list so the dates fit beside the filters.

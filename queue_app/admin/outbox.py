@@ -8,6 +8,7 @@ from django.http import HttpRequest
 
 from queue_app import services
 from queue_app.admin.base import ReadOnlyAdmin
+from queue_app.admin.blindness import BlindQAAdmin
 from queue_app.admin.filters import (
     JobStatusFilter,
 )
@@ -19,7 +20,9 @@ from queue_app.models import (
 
 
 @admin.register(AppliedDecision)
-class AppliedDecisionAdmin(ReadOnlyAdmin):
+class AppliedDecisionAdmin(BlindQAAdmin, ReadOnlyAdmin):
+    blind_item_path = "decision__item_id"
+
     list_display = ("decision", "applied_at", "outcome")
     list_select_related = ("decision",)
     ordering = ("-applied_at",)
@@ -27,7 +30,9 @@ class AppliedDecisionAdmin(ReadOnlyAdmin):
 
 
 @admin.register(EffectJob)
-class EffectJobAdmin(ReadOnlyAdmin):
+class EffectJobAdmin(BlindQAAdmin, ReadOnlyAdmin):
+    blind_item_path = "decision__item_id"
+
     list_display = (
         "decision",
         "queue",

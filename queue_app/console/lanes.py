@@ -58,6 +58,7 @@ from queue_app.services import (
     return_check,
     user_lane_kinds,
 )
+from queue_app.services.blindness import is_blind_to
 from queue_app.services.lanes import LANE_NAMES
 
 NO_SUCH_TASK = "There is no such task, or it is in a lane you do not work."
@@ -115,6 +116,9 @@ def _context(request: HttpRequest, task: LaneTask, **more: Any) -> dict[str, Any
         and task.lease_expires is not None
     )
     decision = task.decision
+    # Blind QA (services/blindness.py): a QA task's page never shows the decision it samples,
+    # and no lane page of an item shows it to whoever holds that item's QA review.
+    blind = task.kind == LaneKind.QA or is_blind_to(user=request.user, item_id=task.item_id)
     context: dict[str, Any] = {
         "title": f"{LANE_NAMES[task.kind]}: {item.subject}",
         "task": task,
@@ -130,9 +134,9 @@ def _context(request: HttpRequest, task: LaneTask, **more: Any) -> dict[str, Any
         "lease_token": task.lease_token if mine else None,
         "expires_in": int(max((task.lease_expires - now).total_seconds(), 0)) if mine else 0,
         "ttl_seconds": int(task.queue.lease_ttl.total_seconds()),
-        # Blind QA: the first verdict, reason, note and reviewer are not in the context at all
-        # (so no template slip can show them); checks and adjudications show the decision.
-        "decision": None if task.kind == LaneKind.QA else decision,
+        # The first verdict, reason, note and reviewer are not in the context at all when
+        # blind (so no template slip can show them).
+        "decision": None if blind else decision,
         "evidence_changed": (
             task.kind == LaneKind.CHECK and item_evidence_hash(item) != decision.evidence_hash
         ),
@@ -142,12 +146,16 @@ def _context(request: HttpRequest, task: LaneTask, **more: Any) -> dict[str, Any
     if task.kind == LaneKind.QA and mine:
         context["verdicts"] = [(v, v.title()) for v in QA_VERDICTS]
         context["reasons"] = _qa_reasons(task)
-    if task.kind == LaneKind.ADJUDICATION:
+    if task.kind == LaneKind.ADJUDICATION and not blind:
         source = LaneTask.objects.select_related("outcome__reason_code").get(pk=task.source_id)
         context["qa"] = source.outcome
         if mine:
             context["overturn_reasons"] = _overturn_reasons(task)
-    if context["outcome"] is not None and task.kind == LaneKind.QA:
+    if (
+        context["outcome"] is not None
+        and task.kind == LaneKind.QA
+        and not is_blind_to(user=request.user, item_id=task.item_id)
+    ):
         # Once the QA review is recorded, the reviewer may see what they were compared with.
         context["decision"] = decision
     return context

@@ -58,6 +58,7 @@ from queue_app.services import (
     renew_lease,
     submit_decision,
 )
+from queue_app.services.blindness import BLIND_NOTE, is_blind_to
 
 logger = logging.getLogger("queue_app")
 
@@ -336,6 +337,10 @@ def _render_item_page(
     # A leased row always has an expiry (check constraint item_lease_columns_match_state).
     held_by_other = item.state == ItemState.LEASED and not mine and item.lease_expires > now
     rows = item_page_rows(item, mine=mine, held_by_other=held_by_other, read=read)
+    # Blind QA (services/blindness.py): asked only when there is a decision to hide.
+    blind = bool(rows.decisions) and is_blind_to(user=request.user, item_id=item.pk)
+    if blind:
+        rows.decisions = []
     context: dict[str, Any] = {
         "title": item.subject,
         "item": item,
@@ -348,6 +353,7 @@ def _render_item_page(
             if rows.decisions and item.state in _UNDECIDED
             else None
         ),
+        "blind_note": BLIND_NOTE if blind else "",
         "mine": mine,
         "held_by_other": held_by_other,
         "attachments": attachment_cards(request, item),

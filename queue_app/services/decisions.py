@@ -28,6 +28,7 @@ from queue_app.models import (
     CORRECTED_VERDICTS,
     REVIEW_VERDICTS,
     ApiClient,
+    CheckPolicy,
     Decision,
     EvidenceRule,
     LaneKind,
@@ -314,6 +315,11 @@ def overturn_decision(
         raise InvalidBounds(f"The note is longer than {NOTE_MAX_LENGTH} characters.")
     with transaction.atomic():
         guard_timeouts()
+        # The item's row first, then the decision's: the order of every lane finish (task,
+        # item, then an adjudication's overturn) and of the overturn trigger, which takes the
+        # item's lock anyway (migration 0029), so an overturn and a finish never deadlock.
+        item_id = Decision.objects.filter(pk=decision_id).values_list("item_id", flat=True)
+        list(ReviewItem.objects.select_for_update().filter(pk__in=item_id).values_list("pk"))
         # The row lock serialises two admins overturning the same decision at once; the second
         # then sees the first's overturn and gets AlreadySuperseded, not a constraint error.
         target = (
@@ -338,6 +344,16 @@ def overturn_decision(
         if target.standing_verdict == corrected_verdict:
             raise InvalidVerdict(f"The decision already stands as {corrected_verdict}.")
         item = target.item
+        # An overturn is a decision like any other: a corrected verdict the queue's check
+        # policy covers waits for a second person's confirmation before its effect, through
+        # the same lane as a reviewer's (INSERT_DECISION, sql_lanes.CONFIRM_CHECK).
+        needs_check = check_needed(
+            policies=CheckPolicy.objects.filter(queue_id=target.queue_id).values(
+                "verdict", "path", "threshold"
+            ),
+            verdict=corrected_verdict,
+            payload=item.payload,
+        )
         try:
             with transaction.atomic():
                 overturn = Decision.objects.insert(
@@ -350,6 +366,7 @@ def overturn_decision(
                     note=note,
                     supersedes_id=target.pk,
                     corrected_verdict=corrected_verdict,
+                    needs_check=needs_check,
                 )
         except IntegrityError as exc:
             if is_missing_reason(exc):
@@ -362,6 +379,8 @@ def overturn_decision(
                 raise NotPermitted("Four eyes: someone else must overturn this item.") from None
             if is_handoff_violation(exc):  # migration 0015's trigger
                 raise NotPermitted(HANDOFF_REFUSAL) from None
+            if "separation:" in str(exc):  # migration 0029's: one person, one part
+                raise NotPermitted(separation_refusal(exc)) from None
             if "overturn permission:" in str(exc):  # migration 0023's, had a revocation raced
                 raise NotPermitted(NO_OVERTURN_PERMISSION) from None
             raise
@@ -376,6 +395,24 @@ def overturn_decision(
         ),
     )
     return overturn
+
+
+OPEN_ADJUDICATION_REFUSAL = (
+    "A QA reviewer disagreed with this decision and the adjudication is open: it is settled in "
+    "the adjudication lane (uphold or overturn there), not overturned beside it. Nothing was "
+    "recorded."
+)
+PART_IN_CHAIN_REFUSAL = (
+    "Separation of duties: you checked, QA-reviewed or adjudicated this decision, so someone "
+    "else must overturn it. Nothing was recorded."
+)
+
+
+def separation_refusal(exc: Exception) -> str:
+    """Say in words why the decision_separation trigger refused an overturn."""
+    if "open adjudication" in str(exc):
+        return OPEN_ADJUDICATION_REFUSAL
+    return PART_IN_CHAIN_REFUSAL
 
 
 UNCONFIRMED_OVERTURN = (

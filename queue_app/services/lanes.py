@@ -39,6 +39,7 @@ from queue_app.models import (
     LaneResult,
     LaneTask,
     Queue,
+    Verdict,
 )
 from queue_app.services._common import (
     NOTE_MAX_LENGTH,
@@ -56,9 +57,9 @@ LANE_NAMES = {
     LaneKind.ADJUDICATION: "Adjudication",
 }
 
-SELF_CHECK = (
-    "You made this decision (or your API client did), so someone else must check it: a "
-    "second person."
+SECOND_PERSON = (
+    "You made this decision, or confirmed, QA-reviewed or overturned it (or your API client "
+    "did), so someone else must take this task: a second person."
 )
 LANE_ACCESS_LOST = "You no longer have access to this lane. Nothing was recorded."
 RETURN_NEEDS_NOTE = "Say why you return the decision: the maker reads your note."
@@ -103,7 +104,13 @@ def claim_lane_task(*, queue: Queue, kind: str, user: User) -> LaneTask | None:
         "owner_id": user.pk,
         "ttl": queue.lease_ttl,
     }
-    tasks = build_instances(LaneTask, _bounded_write(sql_lanes.CLAIM_LANE_TASK, params))
+    try:
+        tasks = build_instances(LaneTask, _bounded_write(sql_lanes.CLAIM_LANE_TASK, params))
+    except IntegrityError as exc:
+        # The claim skips tasks barred by their stored principals; any other part in the
+        # decision's chain (an overturn, a claim racing one) is the trigger's to refuse.
+        _refuse_barred(exc)
+        raise
     if not tasks:
         return None
     task = tasks[0]
@@ -256,6 +263,8 @@ def _finish(
         "overturn_id": None,
         "qa_sampled": False,
         "evidence_changed": False,
+        # A check of an overturn (services.overturn_decision) settles a decided item.
+        "is_overturn": row["verdict"] == Verdict.OVERTURN,
         **params,
     }
     # The last statement of every finish: the COMMIT travels with it (see run_together), and
@@ -280,11 +289,17 @@ def _word_outcome_refusal(exc: IntegrityError) -> None:
     """
     text = str(exc)
     if "second person" in text:
-        raise NotPermitted(SELF_CHECK) from None
+        raise NotPermitted(SECOND_PERSON) from None
     if "QA reason" in text or "laneoutcome_qa_has_verdict" in text:
         raise InvalidReason(QA_REASON_REFUSED) from None
     if "laneoutcome_return_has_note" in text:
         raise InvalidBounds(RETURN_NEEDS_NOTE) from None
+
+
+def _refuse_barred(exc: IntegrityError) -> None:
+    """Raise NotPermitted for a lane trigger's refusal of someone with a part in the chain."""
+    if "second person" in str(exc):
+        raise NotPermitted(SECOND_PERSON) from None
 
 
 def confirm_check(

@@ -6,8 +6,22 @@ from typing import Any
 
 from queue_app.models import ReviewItem
 from queue_app.services._common import User
+from queue_app.services.blindness import blinded_item_ids
 
 SUBJECT_HISTORY_LIMIT = 20
+
+# What a subject row may say of its item's decisions (sql.SUBJECT_HISTORY's standing decision;
+# names a row does not have are set to None harmlessly).
+BLINDED_COLUMNS = (
+    "verdict",
+    "reason_code",
+    "reason_label",
+    "reviewer",
+    "decided_on",
+    "standing_outcome",
+    "status",
+    "note",
+)
 
 
 def subject_history(
@@ -21,9 +35,16 @@ def subject_history(
     """
     if not subject_key or not user.is_authenticated or not user.is_active:
         return []
-    return ReviewItem.objects.subject_history(
+    rows = ReviewItem.objects.subject_history(
         subject_key=subject_key,
         exclude_id=exclude_id,
         user_id=user.pk,
         limit=limit,
     )
+    # Blind QA (services/blindness.py): an item whose QA review the user holds is listed
+    # without its outcome, as if undecided.
+    blinded = blinded_item_ids(user=user) if rows else frozenset()
+    for row in rows:
+        if row["id"] in blinded:
+            row.update(dict.fromkeys(BLINDED_COLUMNS))
+    return rows
