@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 import pytest
@@ -67,9 +68,13 @@ def browser_context_args(browser_context_args: dict) -> dict:
 
 
 def browser_login(page, live_server, username: str) -> None:
-    """Log in through the real login form, as a person would."""
+    """Log in through the real login form, as a person would.
+
+    A holder of a staff power lands on the second-factor page instead of the home page.
+    """
     page.goto(f"{live_server.url}/accounts/login/")
     page.get_by_label("Username").fill(username)
     page.get_by_label("Password").fill(f"pw-{username}")
     page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(f"{live_server.url}/")
+    home = re.escape(f"{live_server.url}/")
+    page.wait_for_url(re.compile(f"^{home}(accounts/mfa/.*)?$"))

@@ -125,6 +125,7 @@ def test_a_qa_round_with_a_disagreement_ends_in_an_overturn(
     qa.wait_for_url(re.compile(r".*/$"))
 
     judge = _new_page(browser, live_server, "dana")
+    enrol_second_factor(judge)  # an adjudication can overturn: a staff power
     judge.get_by_role("button", name="Next Adjudication task in Kyc").click()
     judge.wait_for_url(LANE_URL)
     expect(judge.locator("#maker-decision")).to_contain_text("alice")

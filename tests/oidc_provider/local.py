@@ -1,10 +1,11 @@
 """Run the suite's OpenID Connect provider beside `make run SSO=1`, to try single sign-on locally.
 
 The same provider the sign-on tests start (tests/identity/provider.py), kept between runs: its
-database (`reviewconsole_oidc`) in the embedded PostgreSQL and its signing key under
-var/oidc-provider/. Review Console is registered with the callback of the local web server, and
-two provider accounts are (re)made: `dana` (provider group kyc-reviewers, mapped to Reviewers)
-and `erin` (no group). Never for production: it signs anyone in whose password it knows.
+database (`reviewconsole_oidc`) on the app's PostgreSQL server (the embedded one unless
+DATABASE_URL is set) and its signing key under var/oidc-provider/. Review Console is registered
+with the callback of the local web server, and two provider accounts are (re)made: `dana`
+(provider group kyc-reviewers, mapped to Reviewers) and `erin` (no group). Never for
+production: it signs anyone in whose password it knows.
 
     python -m tests.oidc_provider.local --port 8001 --app http://127.0.0.1:8000
 """
@@ -16,7 +17,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
+import environ
 import psycopg
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -48,13 +51,29 @@ def _signing_key(folder: Path) -> str:
 
 
 def _database_url(data_dir: Path) -> str:
-    from reviewconsole.embedded_pg import ensure_embedded_database
+    """The provider's database on the app's server (DATABASE_URL's, else the embedded one)."""
+    url = os.environ.get("DATABASE_URL", "")
+    if url:
+        config = environ.Env.db_url_config(url)
+        server = {
+            "host": config.get("HOST") or None,
+            "port": config.get("PORT") or None,
+            "user": config.get("USER") or None,
+            "password": config.get("PASSWORD") or None,
+        }
+        parts = urlsplit(url)
+        path = parts.path.rsplit("/", 1)[0] + f"/{DATABASE}"
+        provider_url = urlunsplit(parts._replace(path=path))
+    else:
+        from reviewconsole.embedded_pg import ensure_embedded_database
 
-    host = ensure_embedded_database(data_dir)["HOST"]
-    with psycopg.connect(host=host, user="postgres", dbname="postgres", autocommit=True) as c:
+        host = ensure_embedded_database(data_dir)["HOST"]
+        server = {"host": host, "port": None, "user": "postgres", "password": None}
+        provider_url = f"postgres://postgres@/{DATABASE}?host={host}"
+    with psycopg.connect(dbname="postgres", autocommit=True, **server) as c:
         if not c.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE]).fetchone():
             c.execute(f'CREATE DATABASE "{DATABASE}"')
-    return f"postgres://postgres@/{DATABASE}?host={host}"
+    return provider_url
 
 
 def _setup_script(callback: str, logout: str) -> str:

@@ -115,3 +115,78 @@ def test_make_run_prints_the_url_and_password_last_and_no_noise(scratch_database
     assert "GET /static/console/console.css" not in output  # no access line per static file
     assert any('"GET /accounts/login/ HTTP/1.1" 200' in line for line in lines), output
     assert status == 0, output
+
+
+def test_make_run_with_sso_starts_the_test_provider_and_signs_in_through_it(
+    scratch_database_url, tmp_path
+):
+    port, sso_port = free_port(), free_port()
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+    env.update(
+        DATABASE_URL=scratch_database_url,
+        REVIEWCONSOLE_DATA_DIR=str(tmp_path),
+        PORT=str(port),
+        SSO="1",
+        SSO_PORT=str(sso_port),
+        WEB_WORKERS="1",
+        PY=sys.executable,
+        NO_PROXY="127.0.0.1,localhost",
+    )
+    run = subprocess.Popen(
+        [str(REPO / "bin" / "run")],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    lines: list[str] = []
+    ready = threading.Event()
+
+    def read() -> None:
+        for line in run.stdout:
+            lines.append(line.rstrip("\n"))
+            if line.rstrip("\n") == READY:
+                ready.set()
+        ready.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert ready.wait(timeout=300)
+        assert run.poll() is None, "\n".join(lines)
+        landed = _sign_in_through_the_provider(f"http://127.0.0.1:{port}", "dana", "dana-sso-demo")
+    finally:
+        os.killpg(run.pid, signal.SIGTERM)
+        run.wait(timeout=120)
+        reader.join(timeout=30)
+    output = "\n".join(lines)
+    assert "dana / dana-sso-demo" in output
+    assert landed.rstrip("/") == f"http://127.0.0.1:{port}", output
+
+
+def _sign_in_through_the_provider(app: str, username: str, password: str) -> str:
+    """Sign in through the login page's provider button as a browser would; return where we land."""
+    import requests
+
+    browser = requests.Session()
+    browser.trust_env = False
+    assert "Sign in with the local test provider" in browser.get(f"{app}/accounts/login/").text
+    for _ in range(240):  # the provider migrates its database before it answers
+        login = browser.get(f"{app}/oidc/authenticate/")
+        if login.ok and "Test Identity Provider" in login.text:
+            break
+        threading.Event().wait(0.5)
+    done = browser.post(
+        login.url,
+        data={
+            "username": username,
+            "password": password,
+            "csrfmiddlewaretoken": browser.cookies["provider_csrf"],
+            "next": urllib.parse.parse_qs(urllib.parse.urlsplit(login.url).query)["next"][0],
+        },
+        headers={"Referer": login.url},
+    )
+    assert done.ok, done.text[:500]
+    return done.url
