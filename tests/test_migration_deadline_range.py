@@ -18,7 +18,7 @@ from tests.conftest import make_items
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-MIGRATION = ("queue_app", "0031_escalation_files_and_deadline_range")
+MIGRATION = ("queue_app", "0030_escalation_files_and_deadline_range")
 
 
 def _migrate(target) -> None:

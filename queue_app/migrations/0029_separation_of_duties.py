@@ -217,7 +217,7 @@ DROP FUNCTION IF EXISTS queue_app_chain_roles(bigint, bigint);
 
 
 class Migration(migrations.Migration):
-    dependencies = [("queue_app", "0026_empty_retired_sessions")]
+    dependencies = [("queue_app", "0027_sign_on_links_and_history_no_truncate")]
 
     operations = [
         migrations.AddField(

@@ -91,7 +91,7 @@ ALTER TABLE queue_app_reviewitem DROP CONSTRAINT IF EXISTS item_due_at_in_range;
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("queue_app", "0026_empty_retired_sessions"),
+        ("queue_app", "0029_separation_of_duties"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
