@@ -55,6 +55,9 @@ FIELDS: dict[str, str] = {
     # digests evidence_hash covers. A decided item's attachments are frozen (migration 0014),
     # so these are the files the decision was made over. Last, so older readers keep working.
     "attachments": "item__attachments",
+    # What became of the decision (queue_app/story.py): returned, overturned, applied, ... as
+    # every other surface says it. After attachments, so readers by position keep working.
+    "status": "story__status",
 }
 COLUMNS = tuple(FIELDS)
 
@@ -105,9 +108,13 @@ def export_rows(decisions: QuerySet[Decision]) -> Iterator[dict[str, Any]]:
         .values_list(*FIELDS.values())
     )
     for row in rows.iterator(chunk_size=CHUNK_SIZE):
-        *plain, attachments = row
+        *plain, attachments, status = row
         yield dict(
-            zip(COLUMNS, [*map(_plain, plain), attachment_digests(attachments)], strict=True)
+            zip(
+                COLUMNS,
+                [*map(_plain, plain), attachment_digests(attachments), status],
+                strict=True,
+            )
         )
 
 
