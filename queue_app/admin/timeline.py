@@ -118,7 +118,10 @@ def _decision_entries(decision: Decision) -> list[Entry]:
     else:
         title = f"Decision #{decision.pk}: {decision.verdict}"
         kind = "decision"
-    title += f" ({decision.story.get_status_display()})"
+    # The timeline's own lines say when an effect ran; the title says why a decision does not
+    # stand, when it does not.
+    if not decision.story.stands:
+        title += f" ({decision.story.get_status_display()})"
     details = [f"Reason: {reason}", f"Evidence hash: {decision.evidence_hash[:16]}…"]
     if decision.note:
         details.append(f"Note: {decision.note}")

@@ -210,7 +210,7 @@ def standing_decision(*, item: ReviewItem | int) -> Decision | None:
     item_id = item if isinstance(item, int) else item.pk
     return (
         Decision.objects.filter(
-            pk=ItemStory.objects.filter(item_id=item_id).values("standing_decision")
+            pk__in=ItemStory.objects.filter(item_id=item_id).values("standing_decision")
         )
         .select_related("reason_code", "reviewer")
         .first()
