@@ -251,6 +251,6 @@ def search_my_decisions(
         if day is None and item_id is None:
             decisions = decisions.filter(created_at__gte=now - timedelta(days=SUBJECT_SEARCH_DAYS))
         decisions = decisions.filter(item__subject__icontains=subject)
-    return decisions.select_related("item", "queue", "reason_code").order_by("-created_at", "-id")[
-        :SEARCH_LIMIT
-    ]
+    return decisions.select_related("item", "queue", "reason_code", "story").order_by(
+        "-created_at", "-id"
+    )[:SEARCH_LIMIT]

@@ -103,6 +103,9 @@ def test_it_counts_a_returned_approve_apart_in_my_work(subject, alice):
     assert "Approve, returned by the checker" in page.content.decode()
     [queue] = my_work(reviewer_id=alice.pk).counts
     assert [(v.verdict, v.held, v.month) for v in queue.verdicts] == [("approve", "returned", 1)]
+    # And where My work finds the decision again.
+    found = _browser(alice).get(f"/my-work/?item={subject.returned.item_id}")
+    assert "returned by the checker" in found.content.decode()
 
 
 def test_it_lists_no_standing_outcome_by_subject_key_in_the_api(subject, checked_queue):
