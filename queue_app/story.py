@@ -45,9 +45,11 @@ STANDING_STATUSES = (
     DecisionStatus.PENDING,
 )
 
-# The status, first match wins. A check task with no outcome holds its decision back; a
-# returned one ends it. An overturn replaces what it names once it takes effect: overturns need
-# no check today, and if one ever does, the decision it names stands until it is confirmed.
+# The status, first match wins. A decision has at most one check task (lanetask_one_per_kind),
+# joined with its outcome by key, so a decision's status costs index probes whatever the size
+# of the lanes. A check with no outcome holds its decision back; a returned one ends it. An
+# overturn replaces what it names once it takes effect: overturns need no check today, and if
+# one ever does, the decision it names stands until the overturn is confirmed.
 DECISION_STATUS_VIEW = """
 CREATE VIEW queue_app_decisionstatus AS
 SELECT d.id AS decision_id, d.item_id,
@@ -55,36 +57,25 @@ SELECT d.id AS decision_id, d.item_id,
        s.status,
        s.status IN ('escalated', 'applied', 'confirmed', 'pending') AS stands
   FROM queue_app_decision AS d
+  LEFT JOIN queue_app_lanetask AS t ON t.decision_id = d.id AND t.kind = 'check'
+  LEFT JOIN queue_app_laneoutcome AS o ON o.task_id = t.id
  CROSS JOIN LATERAL (
         SELECT CASE
-          WHEN EXISTS (
-                SELECT 1 FROM queue_app_lanetask AS t
-                 WHERE t.decision_id = d.id AND t.kind = 'check'
-                   AND NOT EXISTS (SELECT 1 FROM queue_app_laneoutcome AS o
-                                    WHERE o.task_id = t.id))
-            THEN 'awaiting_check'
-          WHEN EXISTS (
-                SELECT 1 FROM queue_app_lanetask AS t
-                  JOIN queue_app_laneoutcome AS o ON o.task_id = t.id
-                 WHERE t.decision_id = d.id AND t.kind = 'check' AND o.result = 'returned')
-            THEN 'returned'
+          WHEN t.id IS NOT NULL AND o.task_id IS NULL THEN 'awaiting_check'
+          WHEN o.result = 'returned' THEN 'returned'
           WHEN EXISTS (
                 SELECT 1 FROM queue_app_decision AS later
                  WHERE later.supersedes_id = d.id
                    AND NOT EXISTS (
-                        SELECT 1 FROM queue_app_lanetask AS t
-                          LEFT JOIN queue_app_laneoutcome AS o ON o.task_id = t.id
-                         WHERE t.decision_id = later.id AND t.kind = 'check'
-                           AND (o.task_id IS NULL OR o.result = 'returned')))
+                        SELECT 1 FROM queue_app_lanetask AS lt
+                          LEFT JOIN queue_app_laneoutcome AS lo ON lo.task_id = lt.id
+                         WHERE lt.decision_id = later.id AND lt.kind = 'check'
+                           AND lo.result IS DISTINCT FROM 'confirmed'))
             THEN CASE WHEN d.verdict = 'overturn' THEN 'superseded' ELSE 'overturned' END
           WHEN d.verdict = 'escalate' THEN 'escalated'
           WHEN EXISTS (SELECT 1 FROM queue_app_applieddecision AS a WHERE a.decision_id = d.id)
             THEN 'applied'
-          WHEN EXISTS (
-                SELECT 1 FROM queue_app_lanetask AS t
-                  JOIN queue_app_laneoutcome AS o ON o.task_id = t.id
-                 WHERE t.decision_id = d.id AND t.kind = 'check' AND o.result = 'confirmed')
-            THEN 'confirmed'
+          WHEN o.result = 'confirmed' THEN 'confirmed'
           ELSE 'pending'
         END AS status
         -- OFFSET 0 keeps the CASE a subquery evaluated once per decision: pulled up, it
