@@ -55,11 +55,15 @@ FIELDS: dict[str, str] = {
     # digests evidence_hash covers. A decided item's attachments are frozen (migration 0014),
     # so these are the files the decision was made over. After the columns older readers know.
     "attachments": "item__attachments",
+    # What became of the decision (queue_app/story.py): returned, overturned, applied, ... as
+    # every other surface says it. After attachments, so readers by position keep working.
+    "status": "story__status",
 }
 # The decision's link in the log, read from where it lives (see chain_columns); last, so older
 # readers keep working.
 CHAIN_FIELDS = ("seal__batch_id", "seal__batch__batch_hash", "seal__position", "seal__leaf")
 COLUMNS = (*FIELDS, "chain_position", "chain_leaf", "chain_state")
+_ATTACHMENTS = list(FIELDS).index("attachments")
 
 # chain_state: how the decision is anchored in the tamper-evident log (queue_app/chain.py).
 CHAINED = "chained"  # a link of the per-decision chain (recorded before sealed batches)
@@ -114,7 +118,7 @@ def export_rows(decisions: QuerySet[Decision]) -> Iterator[dict[str, Any]]:
     )
     for row in rows.iterator(chunk_size=CHUNK_SIZE):
         values = dict(zip(FIELDS, map(_plain, row[: len(FIELDS)]), strict=True))
-        values["attachments"] = attachment_digests(row[len(FIELDS) - 1])
+        values["attachments"] = attachment_digests(row[_ATTACHMENTS])
         values.update(chain_columns(values, *row[len(FIELDS) :]))
         yield values
 

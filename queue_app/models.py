@@ -969,3 +969,6 @@ from queue_app.lanes_models import (  # noqa: E402, F401
     LaneState,
     LaneTask,
 )
+
+# One story of an item: each decision's status and the standing outcome (two database views).
+from queue_app.story import DecisionStatus, DecisionStory, ItemStory  # noqa: E402, F401

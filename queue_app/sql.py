@@ -996,28 +996,23 @@ SELECT * FROM resumed
 """
 
 # The other items of one subject, newest first, in queues the viewer may read (the access
-# rule, _MAY_READ, per row), each with its standing decision (the last of its
-# supersede chain: the highest decision id of the item) and that decision's reason and author.
-# One statement on item_subject_key; the LIMIT bounds both the rows and the access checks'
-# work to the subject's own items. %(exclude_id)s is the item being shown (0: none).
+# rule, _MAY_READ, per row), each with the decision that stands (queue_app_itemstory: never a
+# returned decision, one awaiting its check, or one an overturn replaced) and that decision's
+# reason and author. One statement on item_subject_key; the LIMIT bounds both the rows and the
+# access checks' work to the subject's own items. %(exclude_id)s is the item being shown (0:
+# none).
 SUBJECT_HISTORY = (
     """
 SELECT i.id, i.state, i.subject, i.created_at, i.decided_at, i.due_at, i.queue_id,
        q.slug AS queue_slug, q.name AS queue_name,
-       s.verdict, s.reason_code, s.reason_label, s.reviewer, s.decided_on
+       st.standing_outcome AS verdict, r.code AS reason_code, r.label AS reason_label,
+       coalesce(d.reviewer_username, u.username) AS reviewer, d.created_at AS decided_on
   FROM queue_app_reviewitem AS i
   JOIN queue_app_queue AS q ON q.id = i.queue_id
-  LEFT JOIN LATERAL (
-        SELECT coalesce(d.corrected_verdict, d.verdict) AS verdict, r.code AS reason_code,
-               r.label AS reason_label,
-               coalesce(d.reviewer_username, u.username) AS reviewer, d.created_at AS decided_on
-          FROM queue_app_decision AS d
-          JOIN queue_app_reasoncode AS r ON r.id = d.reason_code_id
-          JOIN auth_user AS u ON u.id = d.reviewer_id
-         WHERE d.item_id = i.id
-         ORDER BY d.id DESC
-         LIMIT 1
-       ) AS s ON true
+  JOIN queue_app_itemstory AS st ON st.item_id = i.id
+  LEFT JOIN queue_app_decision AS d ON d.id = st.standing_decision_id
+  LEFT JOIN queue_app_reasoncode AS r ON r.id = d.reason_code_id
+  LEFT JOIN auth_user AS u ON u.id = d.reviewer_id
  WHERE i.subject_key = %(subject_key)s AND i.id <> %(exclude_id)s
    AND """
     + _MAY_READ.format(queue="i.queue_id")
@@ -1083,11 +1078,14 @@ _QUEUE_OF_PAGE_ITEM = (
 # Decisions oldest first, as the history table lists them, each with the name of who recorded
 # it when it predates reviewer_username (migration 0007): later decisions carry the name as it
 # was when they were made, and need no join. The name only (reviewer__*), never the rest of
-# the user's row (the password hash, above all).
+# the user's row (the password hash, above all). Each with its status from the item's one story
+# (queue_app_decisionstatus), so a returned decision is never shown as if it stood.
 ITEM_DECISIONS = """
-SELECT d.*, u.id AS reviewer__id, u.username AS reviewer__username,
+SELECT d.*, s.status AS story_status,
+       u.id AS reviewer__id, u.username AS reviewer__username,
        u.first_name AS reviewer__first_name, u.last_name AS reviewer__last_name
   FROM queue_app_decision AS d
+  JOIN queue_app_decisionstatus AS s ON s.decision_id = d.id
   LEFT JOIN auth_user AS u ON u.id = d.reviewer_id AND d.reviewer_username IS NULL
  WHERE d.item_id = %(item_id)s
  ORDER BY d.id

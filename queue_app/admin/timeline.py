@@ -1,7 +1,8 @@
 """An item's history for its admin page: events, decisions and effects in one timeline.
 
-Three queries whatever the history's length: the item's events, its decisions (with reviewer,
-reason, applied record and outbox job joined), and the queue names the events mention.
+Four queries whatever the history's length: the item's events, its decisions (with reviewer,
+reason, applied record, outbox job and status joined), the queue names the events mention, and
+the decision that stands.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from queue_app.models import (
     EffectJob,
     ItemEvent,
     ItemEventKind,
+    ItemStory,
     Queue,
     ReviewItem,
     Verdict,
@@ -116,6 +118,10 @@ def _decision_entries(decision: Decision) -> list[Entry]:
     else:
         title = f"Decision #{decision.pk}: {decision.verdict}"
         kind = "decision"
+    # The timeline's own lines say when an effect ran; the title says why a decision does not
+    # stand, when it does not.
+    if not decision.story.stands:
+        title += f" ({decision.story.get_status_display()})"
     details = [f"Reason: {reason}", f"Evidence hash: {decision.evidence_hash[:16]}…"]
     if decision.note:
         details.append(f"Note: {decision.note}")
@@ -180,7 +186,7 @@ def item_timeline(item: ReviewItem) -> Timeline:
     events = list(ItemEvent.objects.filter(item=item).select_related("actor").order_by("at", "id"))
     decisions = list(
         Decision.objects.filter(item=item)
-        .select_related("reviewer", "reason_code", "applied", "effect_job")
+        .select_related("reviewer", "reason_code", "applied", "effect_job", "story")
         .order_by("id")
     )
     queue_ids = {
@@ -207,8 +213,13 @@ def item_timeline(item: ReviewItem) -> Timeline:
     entries += lane_entries(item)
     entries.sort(key=lambda entry: entry.at)
 
-    superseded = {d.supersedes_id for d in decisions if d.supersedes_id}
-    standing = next((d for d in reversed(decisions) if d.pk not in superseded), None)
+    # Which decision stands is the item's one story (queue_app/story.py), not worked out here.
+    standing_id = (
+        ItemStory.objects.filter(item_id=item.pk)
+        .values_list("standing_decision_id", flat=True)
+        .first()
+    )
+    standing = next((d for d in decisions if d.pk == standing_id), None)
     return Timeline(entries=entries, standing=standing)
 
 

@@ -9,30 +9,16 @@ from django.utils import timezone
 
 from queue_app import services
 from queue_app.evidence import attachments_of, item_evidence_hash
-from queue_app.models import ApiClient, Decision, ItemState, LaneKind, LaneResult, ReviewItem
-
-
-def _check_status(decision: Decision) -> str | None:
-    """awaiting_check or returned while a checker holds the effect back (queue_app/lanes.py).
-
-    Reads the decision's lane tasks as prefetched (item_decisions, reload_decision).
-    """
-    for task in decision.lane_tasks.all():
-        if task.kind != LaneKind.CHECK:
-            continue
-        outcome = getattr(task, "outcome", None)
-        if outcome is None:
-            return "awaiting_check"
-        if outcome.result == LaneResult.RETURNED:
-            return "returned"
-    return None
+from queue_app.models import ApiClient, Decision, DecisionStatus, ItemState, ReviewItem
+from queue_app.story import fresh_status
 
 
 def _applied(decision: Decision) -> tuple[str, Any]:
     """Return (status, applied_at) of the decision's effect; relations must be preloaded."""
-    held = _check_status(decision)
-    if held is not None:
-        return held, None
+    # A decision its check holds back has no effect to report; the story says which.
+    status = decision.story.status
+    if status in (DecisionStatus.AWAITING_CHECK, DecisionStatus.RETURNED):
+        return status, None
     if hasattr(decision, "applied"):
         return "applied", decision.applied.applied_at
     job = getattr(decision, "effect_job", None)
@@ -47,12 +33,15 @@ def decision_out(
         # Just inserted in this request: its reason and author are the ones sent, and its
         # effect cannot have been applied yet; no need to read any of it back.
         (reason_code, reviewer) = fresh_from
-        # A decision in a checked queue waits for a human checker before any effect.
+        # A decision in a checked queue waits for a human checker before any effect; nothing
+        # else can have happened to a row this request inserted, so its story is not read back.
         held = getattr(decision, "awaiting_check", False)
         applied, applied_at = ("awaiting_check" if held else "pending"), None
+        status = fresh_status(verdict=decision.verdict, awaiting_check=held)
     else:
         reason_code, reviewer = decision.reason_code.code, decision.reviewer
         applied, applied_at = _applied(decision)
+        status = decision.story.status
     return {
         "id": decision.pk,
         "item_id": decision.item_id,
@@ -69,24 +58,20 @@ def decision_out(
         "created_at": decision.created_at,
         "applied": applied,
         "applied_at": applied_at,
+        "status": status,
     }
 
 
 def reload_decision(decision: Decision) -> Decision:
     """Return the decision with what decision_out reads (reason, author, effect) preloaded."""
-    return (
-        Decision.objects.select_related("reason_code", "reviewer", "applied", "effect_job")
-        .prefetch_related("lane_tasks__outcome")
-        .get(pk=decision.pk)
-    )
+    return Decision.objects.select_related(
+        "reason_code", "reviewer", "applied", "effect_job", "story"
+    ).get(pk=decision.pk)
 
 
 def item_out(item: ReviewItem, client: ApiClient) -> dict[str, Any]:
     """Render an item with its decisions in order and the outcome that stands."""
     decisions = services.item_decisions(item_id=item.pk)
-    superseded = {d.supersedes_id for d in decisions if d.supersedes_id}
-    # An unconfirmed (or returned) decision does not stand: it has no effect.
-    standing = [d for d in decisions if d.pk not in superseded and _check_status(d) is None]
     return {
         "id": item.pk,
         "queue": item.queue.slug,
@@ -110,7 +95,7 @@ def item_out(item: ReviewItem, client: ApiClient) -> dict[str, Any]:
         "lease_count": item.lease_count,
         "lease_expires": item.lease_expires,
         "leased_to_you": item.state == ItemState.LEASED and item.lease_owner_id == client.user_id,
-        "standing_outcome": standing[-1].standing_verdict if standing else None,
+        "standing_outcome": services.standing_outcome(item=item),
         "decisions": [decision_out(d) for d in decisions],
         "attachments": attachments_out(item),
         **handoff_out(item),

@@ -269,6 +269,19 @@ class DecisionOut(Schema):
         "returned: the checker returned it, it never takes effect and the item is decided again."
     )
     applied_at: datetime | None
+    status: Literal[
+        "awaiting_check",
+        "returned",
+        "overturned",
+        "superseded",
+        "escalated",
+        "applied",
+        "confirmed",
+        "pending",
+    ] = Field(
+        description="What became of the decision (queue_app/story.py). Only escalated, applied, "
+        "confirmed and pending stand; the item's standing_outcome is the newest of those."
+    )
 
 
 # What an item's payload reads back as: the object stored, or, for a row written around intake

@@ -217,7 +217,7 @@ DROP FUNCTION IF EXISTS queue_app_chain_roles(bigint, bigint);
 
 
 class Migration(migrations.Migration):
-    dependencies = [("queue_app", "0027_sign_on_links_and_history_no_truncate")]
+    dependencies = [("queue_app", "0028_item_story")]
 
     operations = [
         migrations.AddField(

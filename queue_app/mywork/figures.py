@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from queue_app.lanes import Rate
 from queue_app.managers import fetch_dicts
-from queue_app.models import Decision, ItemState, ReviewItem
+from queue_app.models import Decision, DecisionStatus, ItemState, ReviewItem
 from queue_app.mywork import sql
 from queue_app.ops.lanes import interval_text, percent
 from queue_app.services.agreement import Agreement, agreement_of, qa_review_rows
@@ -32,6 +32,14 @@ class VerdictCounts:
     week: int
     month: int
     overturned: int
+    # awaiting_check or returned: verdicts that do not stand, counted apart; None: the rest.
+    held: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The row's name: the verdict, and why it does not stand when it does not."""
+        name = self.verdict.capitalize()
+        return f"{name}, {DecisionStatus(self.held).label}" if self.held else name
 
 
 @dataclass
@@ -144,7 +152,12 @@ def my_work(*, reviewer_id: int, now: datetime | None = None) -> MyWork:
         queue = counts.setdefault(row["queue_id"], QueueCounts(row["queue_id"], row["queue_name"]))
         queue.verdicts.append(
             VerdictCounts(
-                row["verdict"], row["today"], row["week"], row["month"], row["overturned"]
+                row["verdict"],
+                row["today"],
+                row["week"],
+                row["month"],
+                row["overturned"],
+                row["held"],
             )
         )
     names = {q.queue_id: q.name for q in counts.values()}
@@ -238,6 +251,6 @@ def search_my_decisions(
         if day is None and item_id is None:
             decisions = decisions.filter(created_at__gte=now - timedelta(days=SUBJECT_SEARCH_DAYS))
         decisions = decisions.filter(item__subject__icontains=subject)
-    return decisions.select_related("item", "queue", "reason_code").order_by("-created_at", "-id")[
-        :SEARCH_LIMIT
-    ]
+    return decisions.select_related("item", "queue", "reason_code", "story").order_by(
+        "-created_at", "-id"
+    )[:SEARCH_LIMIT]

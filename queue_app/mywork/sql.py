@@ -5,21 +5,23 @@ follows that reviewer's recent work, never the size of the decision log."""
 from __future__ import annotations
 
 # Reviewer verdicts per queue and verdict over the last 30 days, with today's and the last 7
-# days' counts beside them, and how many were later overturned (one probe each into the unique
-# index on supersedes). Overturns the reviewer made as an admin are not their verdicts.
+# days' counts beside them, and how many were later overturned. A verdict its check still holds
+# back, or that its checker returned, is counted on a row of its own (held: the status), never
+# as one that stands; the status is the item's one story (queue_app_decisionstatus, probed by
+# decision id). Overturns the reviewer made as an admin are not their verdicts.
 MY_DECISION_COUNTS = """
 SELECT d.queue_id, q.name AS queue_name, d.verdict,
+       CASE WHEN s.status IN ('awaiting_check', 'returned') THEN s.status END AS held,
        count(*) FILTER (WHERE d.created_at >= %(today)s) AS today,
        count(*) FILTER (WHERE d.created_at >= %(week)s) AS week,
        count(*) AS month,
-       count(*) FILTER (WHERE EXISTS (
-           SELECT 1 FROM queue_app_decision AS o WHERE o.supersedes_id = d.id
-       )) AS overturned
+       count(*) FILTER (WHERE s.status = 'overturned') AS overturned
   FROM queue_app_decision AS d
   JOIN queue_app_queue AS q ON q.id = d.queue_id
+  JOIN queue_app_decisionstatus AS s ON s.decision_id = d.id
  WHERE d.reviewer_id = %(reviewer)s AND d.created_at >= %(month)s AND d.verdict <> 'overturn'
- GROUP BY d.queue_id, q.name, d.verdict
- ORDER BY q.name, d.verdict
+ GROUP BY d.queue_id, q.name, d.verdict, held
+ ORDER BY q.name, d.verdict, held NULLS FIRST
 """
 
 # Handling time exactly as /ops/ measures it (queue_app/ops/sql.py TIME_TO_DECISION): from the

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import QuerySet
 from django.db.models.functions import Coalesce
 
 from queue_app.errors import (
@@ -31,6 +31,7 @@ from queue_app.models import (
     CheckPolicy,
     Decision,
     EvidenceRule,
+    ItemStory,
     LaneKind,
     LaneResult,
     LaneTask,
@@ -232,26 +233,23 @@ def _evidence_warns(closed: dict[str, Any]) -> bool:
 
 
 def standing_decision(*, item: ReviewItem | int) -> Decision | None:
-    """Return the last decision in the item's supersede chain (the one no overturn replaced)."""
+    """Return the decision that stands for the item now (queue_app/story.py), or None."""
     item_id = item if isinstance(item, int) else item.pk
-    # A decision whose check is open or was returned does not stand (queue_app/lanes.py):
-    # it has no effect, and a returned one is followed by the next round's decision.
-    unconfirmed = LaneTask.objects.filter(decision=OuterRef("pk"), kind=LaneKind.CHECK).exclude(
-        outcome__result=LaneResult.CONFIRMED
-    )
     return (
-        Decision.objects.filter(item_id=item_id, superseded_by__isnull=True)
-        .exclude(Exists(unconfirmed))
+        Decision.objects.filter(
+            pk__in=ItemStory.objects.filter(item_id=item_id).values("standing_decision")
+        )
         .select_related("reason_code", "reviewer")
-        .order_by("-id")
         .first()
     )
 
 
 def standing_outcome(*, item: ReviewItem | int) -> str | None:
     """Return the verdict that stands for the item now, or None if undecided."""
-    decision = standing_decision(item=item)
-    return decision.standing_verdict if decision else None
+    item_id = item if isinstance(item, int) else item.pk
+    return (
+        ItemStory.objects.filter(item_id=item_id).values_list("standing_outcome", flat=True).first()
+    )
 
 
 def four_eyes_refusal(*, decision: Decision, user: User) -> str | None:
@@ -477,10 +475,9 @@ def find_completed_decision(
 
 
 def item_decisions(*, item_id: int) -> list[Decision]:
-    """Return the item's decisions in order, with reason, author and effect status loaded."""
+    """Return the item's decisions in order, with reason, author, effect and status loaded."""
     return list(
         Decision.objects.filter(item_id=item_id)
-        .select_related("reason_code", "reviewer", "applied", "effect_job")
-        .prefetch_related("lane_tasks__outcome")
+        .select_related("reason_code", "reviewer", "applied", "effect_job", "story")
         .order_by("id")
     )

@@ -24,6 +24,7 @@ from queue_app.managers import Result, build_instances, run_together, split_resu
 from queue_app.models import (
     REVIEW_VERDICTS,
     Decision,
+    DecisionStatus,
     EvidenceRule,
     HoldReason,
     ReasonCode,
@@ -120,6 +121,7 @@ def item_page_rows(
             decision.reason_code = by_id[decision.reason_code_id]
         if decision.reviewer_id in reviewers:
             decision.reviewer = reviewers[decision.reviewer_id]
+        decision.story_label = DecisionStatus(decision.story_status).label
     rows = ItemPageRows(
         decisions=decisions, evidence_rules=build_instances(EvidenceRule, read.evidence_rules)
     )

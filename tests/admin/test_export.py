@@ -14,7 +14,7 @@ from django.urls import reverse
 from queue_app.apply import apply_one
 from queue_app.chain import seal_all
 from queue_app.exports import COLUMNS
-from queue_app.models import AppliedDecision, ChainEntry, Decision
+from queue_app.models import AppliedDecision, ChainEntry, Decision, DecisionStory
 from queue_app.services import claim_next, create_item, overturn_decision, submit_decision
 from tests.admin.conftest import client_for, decide
 from tests.conftest import make_items, make_queue, shown_hash
@@ -80,6 +80,7 @@ def expected(decision: Decision) -> dict:
         "attachments": " ".join(
             f"{name}={entry['sha256']}" for name, entry in sorted(decision.item.attachments.items())
         ),
+        "status": DecisionStory.objects.get(pk=decision.pk).status,
     }
 
 
@@ -132,6 +133,8 @@ def test_jsonl_round_trips_every_field(history, tmp_path):
     assert rows[0]["applied_at"] is not None
     assert rows[2]["supersedes"] == history[0].pk
     assert rows[2]["corrected_verdict"] == "reject"
+    # What became of each, as every other surface says it (queue_app/story.py).
+    assert [row["status"] for row in rows] == ["overturned", "pending", "pending", "pending"]
 
 
 def test_csv_round_trips_every_field(history, tmp_path):

@@ -59,7 +59,7 @@ def test_the_timeline_tells_the_whole_story(queue, alice, bob, compliance):
         "Released",
         "Claimed",
         "Re-claimed after expiry",
-        f"Decision #{approved.pk}: approve",
+        f"Decision #{approved.pk}: approve (overturned)",
         f"Decision #{approved.pk} applied",
         f"Overturn #{overturn.pk} of decision #{approved.pk}: now reject",
     ]

@@ -32,7 +32,7 @@ class Command(BaseCommand):
     help = (
         "Export decisions created in [--since, --until) as JSON lines or CSV: reviewer, "
         "verdict, reason code, evidence hash, supersedes, corrected verdict, chain hash, "
-        "applied time. Streams in constant memory."
+        "applied time, status. Streams in constant memory."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
