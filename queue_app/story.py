@@ -48,8 +48,8 @@ STANDING_STATUSES = (
 # The status, first match wins. A decision has at most one check task (lanetask_one_per_kind),
 # joined with its outcome by key, so a decision's status costs index probes whatever the size
 # of the lanes. A check with no outcome holds its decision back; a returned one ends it. An
-# overturn replaces what it names once it takes effect: overturns need no check today, and if
-# one ever does, the decision it names stands until the overturn is confirmed.
+# overturn replaces what it names once it takes effect: one the check policy covers waits for
+# its check, and until a checker confirms it the decision it names still stands.
 DECISION_STATUS_VIEW = """
 CREATE VIEW queue_app_decisionstatus AS
 SELECT d.id AS decision_id, d.item_id,
