@@ -77,6 +77,8 @@ def pgbench_script(*, queue_id: int, reason_code: str, first_user: int, users: i
         "supersedes_id": "NULL",
         "corrected_verdict": "NULL",
         "qa_draw": QA_DRAW,
+        # The bench queue has no evidence rules, so nothing warns: as the services bind it.
+        "warnings_seen": "true",
     }
     # The round trips mirror the services'. claim_next sends BEGIN, the guard, the renew, the
     # claim and COMMIT together (managers.run_together); submit_decision sends BEGIN, the
@@ -157,6 +159,7 @@ def floor_worker(
         "supersedes_id": None,
         "corrected_verdict": None,
         "qa_draw": int(QA_DRAW),
+        "warnings_seen": True,
     }
 
     def together(

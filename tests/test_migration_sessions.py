@@ -90,10 +90,11 @@ def test_live_sessions_carry_over_with_their_user_and_expired_ones_stay_behind(b
     assert expired not in carried
     assert OldSession.objects.filter(session_key=expired).exists()
 
-    # The browser holding the old cookie is still signed in.
+    # The browser holding the old cookie is still signed in. /healthz, not a console page: the
+    # code is the newest while the schema stands at 0025, and only the session's read is tested.
     browser = Client()
     browser.cookies[settings.SESSION_COOKIE_NAME] = key
-    assert browser.get("/").wsgi_request.user == alice
+    assert browser.get("/healthz").wsgi_request.user == alice
 
 
 def test_backwards_the_live_sessions_go_back(alice):
@@ -123,4 +124,4 @@ def test_0026_empties_the_old_table_and_the_sessions_in_use_stay(before_0026, cl
 
     assert not OldSession.objects.exists()
     assert ReviewSession.objects.get(session_key=in_use).user_id == alice.pk
-    assert client.get("/").wsgi_request.user == alice
+    assert client.get("/healthz").wsgi_request.user == alice
