@@ -67,28 +67,7 @@ def test_make_run_prints_the_url_and_password_last_and_no_noise(scratch_database
         WEB_WORKERS="2",
         PY=sys.executable,
     )
-    run = subprocess.Popen(
-        [str(REPO / "bin" / "run")],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    lines: list[str] = []
-    ready = threading.Event()
-
-    def read() -> None:
-        for line in run.stdout:
-            lines.append(line.rstrip("\n"))
-            if line.rstrip("\n") == READY:
-                ready.set()
-
-        ready.set()  # bin/run ended before it was ready: the assertions below say how
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    run, lines, ready, reader = _start_run(env)
     try:
         assert ready.wait(timeout=300)
         assert run.poll() is None, "\n".join(lines)
@@ -132,6 +111,24 @@ def test_make_run_with_sso_starts_the_test_provider_and_signs_in_through_it(
         PY=sys.executable,
         NO_PROXY="127.0.0.1,localhost",
     )
+    run, lines, ready, reader = _start_run(env)
+    try:
+        assert ready.wait(timeout=300)
+        assert run.poll() is None, "\n".join(lines)
+        landed = _sign_in_through_the_provider(f"http://127.0.0.1:{port}", "dana", "dana-sso-demo")
+    finally:
+        os.killpg(run.pid, signal.SIGTERM)
+        run.wait(timeout=120)
+        reader.join(timeout=30)
+    output = "\n".join(lines)
+    assert "dana / dana-sso-demo" in output
+    assert landed.rstrip("/") == f"http://127.0.0.1:{port}", output
+
+
+def _start_run(
+    env: dict[str, str],
+) -> tuple[subprocess.Popen[str], list[str], threading.Event, threading.Thread]:
+    """Start bin/run in a session of its own; its lines are gathered until it is ready."""
     run = subprocess.Popen(
         [str(REPO / "bin" / "run")],
         cwd=REPO,
@@ -149,21 +146,11 @@ def test_make_run_with_sso_starts_the_test_provider_and_signs_in_through_it(
             lines.append(line.rstrip("\n"))
             if line.rstrip("\n") == READY:
                 ready.set()
-        ready.set()
+        ready.set()  # bin/run ended before it was ready: the caller's assertions say how
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    try:
-        assert ready.wait(timeout=300)
-        assert run.poll() is None, "\n".join(lines)
-        landed = _sign_in_through_the_provider(f"http://127.0.0.1:{port}", "dana", "dana-sso-demo")
-    finally:
-        os.killpg(run.pid, signal.SIGTERM)
-        run.wait(timeout=120)
-        reader.join(timeout=30)
-    output = "\n".join(lines)
-    assert "dana / dana-sso-demo" in output
-    assert landed.rstrip("/") == f"http://127.0.0.1:{port}", output
+    return run, lines, ready, reader
 
 
 def _sign_in_through_the_provider(app: str, username: str, password: str) -> str:
