@@ -22,6 +22,7 @@ from queue_app.services import (
     return_check,
     standing_outcome,
 )
+from tests.blocking import Session, wait_until_blocked_by_me
 from tests.lanes.conftest import decide_one
 
 pytestmark = pytest.mark.django_db
@@ -109,6 +110,39 @@ def test_the_database_refuses_a_second_overturn_in_force_or_awaiting(
             supersedes_id=decision.pk,
             corrected_verdict="approve",
         )
+    assert Decision.objects.filter(supersedes=decision).count() == 1
+
+
+def _raw_overturn(decision: Decision, admin: User) -> Decision:
+    """Write an overturn of the decision the way a writer skipping the service would."""
+    item = ReviewItem.objects.get(pk=decision.item_id)
+    return Decision.objects.insert(
+        item_id=item.pk,
+        queue_id=item.queue_id,
+        reviewer_id=admin.pk,
+        verdict="overturn",
+        reason_code="reviewer_error",
+        evidence_hash=item_evidence_hash(item),
+        note="",
+        supersedes_id=decision.pk,
+        corrected_verdict="approve",
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_raw_overturns_at_once_leave_one_row_and_one_refusal(
+    checked_queue, alice, supervisor, adjudicator
+):
+    # No service lock here: the trigger's own lock on the item makes the second writer wait
+    # for the first to commit, then read its overturn.
+    decision = _rejected(checked_queue, alice)
+    with transaction.atomic():
+        _raw_overturn(decision, supervisor)
+        other = Session(lambda: _raw_overturn(decision, adjudicator))
+        other.start()
+        wait_until_blocked_by_me(other)
+    with pytest.raises(IntegrityError, match="supersedes"):
+        other.outcome()
     assert Decision.objects.filter(supersedes=decision).count() == 1
 
 
