@@ -415,6 +415,14 @@ def overturn_of(*, decision_id: int) -> Decision | None:
     )
 
 
+def replaced_by(*, decision_id: int) -> Decision | None:
+    """Return the overturn in force that replaced this decision, if any (not one awaiting)."""
+    overturn = overturn_of(decision_id=decision_id)
+    if overturn is None or overturn.story.status == DecisionStatus.AWAITING_CHECK:
+        return None
+    return overturn
+
+
 def overturns_returned(*, decision_id: int) -> list[Decision]:
     """Return the overturns of this decision that a checker returned, oldest first."""
     return list(
