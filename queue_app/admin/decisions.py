@@ -196,7 +196,7 @@ class DecisionAdmin(BlindQAAdmin, ReadOnlyAdmin):
         """Return the overturn form's URL if this user could overturn this decision now."""
         if not request.user.has_perm("queue_app.can_overturn"):
             return None
-        if decision.verdict == Verdict.ESCALATE:
+        if decision.verdict == Verdict.ESCALATE or not decision.story.stands:
             return None
         if services.overturn_of(decision_id=decision.pk) is not None:
             return None
