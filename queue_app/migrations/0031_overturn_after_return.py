@@ -16,10 +16,10 @@ from django.db import migrations, models
 
 FORWARD = """
 -- Not a unique index: whether an overturn was returned is its check's outcome, in another
--- table. Overturns of an item take turns on the item's row lock (four eyes' decision_chain
--- trigger, decision_separation and services.overturn_decision take it too; a check's finish
--- takes it in LOCK_LANE_TASK), so the read below sees every committed overturn and return of
--- the item. Taken here as well, so the rule does not lean on another trigger's lock.
+-- table. Overturns of an item take turns on the item's row lock (decision_separation and
+-- services.overturn_decision take it too, four eyes an advisory lock of the item; a check's
+-- finish takes the row lock in LOCK_LANE_TASK), so the read below sees every committed
+-- overturn and return of the item. Taken here too, so the rule leans on no other's lock.
 CREATE FUNCTION queue_app_decision_one_overturn() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   other bigint;
