@@ -41,7 +41,7 @@ class LaneResult(models.TextChoices):
     REVIEWED = "reviewed", "QA reviewed"
     UPHELD = "upheld", "Upheld"
     OVERTURNED = "overturned", "Overturned"
-    # An adjudication whose decision an overturn replaced after the QA review: nothing it
+    # An adjudication whose decision an overturn replaced since its QA draw: nothing it
     # could write would change the outcome, so it is closed (laneoutcome_adjudication_stands).
     CLOSED = "closed", "Closed: its decision no longer stood"
 

@@ -7,7 +7,7 @@ kept for the overturns that count: at most one overturn of a decision in force o
 its check at a time, under the item's row lock, so two admins overturning at once still get
 one row and one refusal.
 
-An adjudication whose decision an overturn in force replaced after the QA review can change
+An adjudication whose decision an overturn in force replaced since its QA draw can change
 nothing any more: upholding would say the decision stands, overturning would write a second
 correction of it. Such an adjudication is closed (a new result, closed), and only such a one.
 """

@@ -305,7 +305,7 @@ def no_longer_stands(decision_id: int, overturn: Decision) -> str:
     """Say that an adjudication's decision was replaced and the adjudication can only close."""
     return (
         f"Decision #{decision_id} no longer stands: overturn #{overturn.pk} "
-        f"({overturn.corrected_verdict}) replaced it after the QA review. Upholding or "
+        f"({overturn.corrected_verdict}) replaced it since it was drawn for QA. Upholding or "
         "overturning here would change nothing that stands; close the adjudication (the QA "
         "review still counts towards the original reviewer's agreement). Nothing was recorded."
     )
@@ -470,7 +470,7 @@ def adjudicate(
     The overturn leaves the QA reviewer's verdict standing, with the adjudicator's reason
     (an overturn reason of the queue); it goes through services.overturn_decision, so four
     eyes, the supersede chain and the outbox apply as to any overturn. An adjudication whose
-    decision an overturn in force replaced after the QA review is closed, and only such a one
+    decision an overturn in force replaced since it was drawn for QA is closed, and only such a one
     (the laneoutcome_adjudication_stands trigger): nothing it wrote would change the outcome.
     """
     token = parse_token(lease_token)
