@@ -460,8 +460,8 @@ def test_every_surface_tells_one_story_of_every_item(db) -> None:
     run_state_machine_as_test(
         ItemStoryMachine,
         settings=settings(
-            max_examples=6,
-            stateful_step_count=25,
+            max_examples=8,
+            stateful_step_count=30,
             deadline=None,
             derandomize=True,
             suppress_health_check=list(HealthCheck),
