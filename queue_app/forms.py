@@ -126,10 +126,14 @@ class QaReviewForm(_ReasonChoiceForm):
 
 
 class AdjudicationForm(_ReasonChoiceForm):
-    """Uphold the original decision, or overturn it with one of the queue's overturn reasons."""
+    """Uphold the original decision, overturn it with an overturn reason, or close it.
+
+    Close is for an adjudication whose decision an overturn replaced since; the service and
+    the database refuse it otherwise, and refuse the other two then.
+    """
 
     outcome = forms.ChoiceField(
-        choices=[("uphold", "Uphold"), ("overturn", "Overturn")],
+        choices=[("uphold", "Uphold"), ("overturn", "Overturn"), ("close", "Close")],
         error_messages={"required": "Choose uphold or overturn."},
     )
 

@@ -41,13 +41,16 @@ class LaneResult(models.TextChoices):
     REVIEWED = "reviewed", "QA reviewed"
     UPHELD = "upheld", "Upheld"
     OVERTURNED = "overturned", "Overturned"
+    # An adjudication whose decision an overturn replaced since its QA draw: nothing it
+    # could write would change the outcome, so it is closed (laneoutcome_adjudication_stands).
+    CLOSED = "closed", "Closed: its decision no longer stood"
 
 
 # Which results each kind of task may end with (a check constraint says the same).
 RESULTS_BY_KIND = {
     LaneKind.CHECK: (LaneResult.CONFIRMED, LaneResult.RETURNED),
     LaneKind.QA: (LaneResult.REVIEWED,),
-    LaneKind.ADJUDICATION: (LaneResult.UPHELD, LaneResult.OVERTURNED),
+    LaneKind.ADJUDICATION: (LaneResult.UPHELD, LaneResult.OVERTURNED, LaneResult.CLOSED),
 }
 
 CHECK_POLICY_VERDICTS = [("approve", "Approve"), ("reject", "Reject"), ("escalate", "Escalate")]
@@ -267,7 +270,7 @@ class LaneOutcome(models.Model):
             models.CheckConstraint(
                 condition=Q(kind="check", result__in=["confirmed", "returned"])
                 | Q(kind="qa", result="reviewed")
-                | Q(kind="adjudication", result__in=["upheld", "overturned"]),
+                | Q(kind="adjudication", result__in=["upheld", "overturned", "closed"]),
                 name="laneoutcome_result_fits_kind",
             ),
             # A return says why: the maker reads it before deciding again.

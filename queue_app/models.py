@@ -552,8 +552,11 @@ class Decision(models.Model):
     reason_code = models.ForeignKey(ReasonCode, on_delete=models.PROTECT, related_name="+")
     evidence_hash = models.CharField(max_length=64)
     note = models.TextField(blank=True)
-    supersedes = models.OneToOneField(
-        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="superseded_by"
+    # Not unique: a checker may return an overturn, which stays in the log, and a new
+    # overturn of the same decision may follow it. At most one overturn of a decision is in
+    # force or awaiting its check at a time (the decision_one_overturn trigger).
+    supersedes = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="overturns"
     )
     # NULL, not "", for "not an overturn": the overturn check constraint tests IS NULL.
     corrected_verdict = models.CharField(  # noqa: DJ001

@@ -851,17 +851,24 @@ SELECT j.decision_id, j.attempts,
 #
 # A decision an overturn has replaced by now is recorded as 'superseded', its successor named
 # in the outcome, and the caller does not run its effect: a receiver never gets a verdict that
-# no longer stands after the one that does. An overturn arriving after this statement waits
-# (overturn_decision's FOR UPDATE on the decision conflicts with the key-share lock this
-# insert's foreign key check holds until commit), and its own job waits behind this one.
+# no longer stands after the one that does. Only an overturn in force replaces it, as the
+# item's story says (queue_app/story.py): one awaiting its check may yet be returned, and
+# until then the decision it names stands and is carried out. At most one overturn of a
+# decision is not returned (the decision_one_overturn trigger), so the subquery has one row
+# at most. An overturn arriving after this statement waits (overturn_decision's FOR UPDATE on
+# the decision conflicts with the key-share lock this insert's foreign key check holds until
+# commit), and its own job, written now or at its check's confirmation, waits behind this one.
 INSERT_APPLIED_DECISION = """
 INSERT INTO queue_app_applieddecision (decision_id, applied_at, outcome, status)
 SELECT %(decision_id)s, clock_timestamp(),
        CASE WHEN s.id IS NULL THEN %(outcome)s::jsonb
             ELSE %(outcome)s::jsonb || jsonb_build_object('superseded_by', s.id) END,
        CASE WHEN s.id IS NULL THEN 'applied' ELSE 'superseded' END
-  FROM (SELECT (SELECT id FROM queue_app_decision WHERE supersedes_id = %(decision_id)s)
-               AS id) AS s
+  FROM (SELECT (SELECT o.id
+                  FROM queue_app_decision AS o
+                  JOIN queue_app_decisionstatus AS os ON os.decision_id = o.id
+                 WHERE o.supersedes_id = %(decision_id)s
+                   AND os.status NOT IN ('awaiting_check', 'returned')) AS id) AS s
 ON CONFLICT (decision_id) DO NOTHING
 RETURNING decision_id, status
 """

@@ -28,6 +28,7 @@ from queue_app.models import (
     AppliedDecision,
     ChainVerification,
     Decision,
+    DecisionStatus,
     Verdict,
 )
 from reviewconsole.routers import replica_alias
@@ -149,12 +150,12 @@ class DecisionAdmin(BlindQAAdmin, ReadOnlyAdmin):
 
     @admin.display(description="overturned by")
     def superseded_by_link(self, decision: Decision) -> str:
-        try:
-            later = decision.superseded_by
-        except Decision.DoesNotExist:
-            return "— (this decision stands)" if decision.verdict != Verdict.ESCALATE else "—"
+        later = services.overturn_of(decision_id=decision.pk)
+        if later is None:
+            return "— (this decision stands)" if decision.story.stands else "—"
         url = reverse("admin:queue_app_decision_change", args=[later.pk])
-        return format_html('<a href="{}">{}</a>', url, later)
+        said = " (awaiting its check)" if not later.story.stands else ""
+        return format_html('<a href="{}">{}</a>{}', url, later, said)
 
     @admin.action(description="Export selected decisions as JSON lines")
     def export_jsonl(self, request: HttpRequest, queryset: QuerySet) -> StreamingHttpResponse:
@@ -195,9 +196,9 @@ class DecisionAdmin(BlindQAAdmin, ReadOnlyAdmin):
         """Return the overturn form's URL if this user could overturn this decision now."""
         if not request.user.has_perm("queue_app.can_overturn"):
             return None
-        if decision.verdict == Verdict.ESCALATE:
+        if decision.verdict == Verdict.ESCALATE or not decision.story.stands:
             return None
-        if Decision.objects.filter(supersedes_id=decision.pk).exists():
+        if services.overturn_of(decision_id=decision.pk) is not None:
             return None
         if services.four_eyes_refusal(decision=decision, user=request.user) is not None:
             return None
@@ -213,7 +214,7 @@ class DecisionAdmin(BlindQAAdmin, ReadOnlyAdmin):
             "queue_app.can_overturn"
         ):
             raise PermissionDenied
-        superseded_by = Decision.objects.filter(supersedes_id=decision.pk).first()
+        superseded_by = services.overturn_of(decision_id=decision.pk)
         if superseded_by is not None:
             # Already overturned: no form (the service would refuse it); point at what stands.
             return self._already_overturned(request, decision, superseded_by)
@@ -233,8 +234,10 @@ class DecisionAdmin(BlindQAAdmin, ReadOnlyAdmin):
             except AlreadySuperseded:
                 # Another admin's overturn committed between the check above and this one's
                 # lock: answer as if this POST had come after it (the same page, the same 409).
-                superseded_by = Decision.objects.get(supersedes_id=decision.pk)
-                return self._already_overturned(request, decision, superseded_by)
+                superseded_by = services.overturn_of(decision_id=decision.pk)
+                if superseded_by is not None:
+                    return self._already_overturned(request, decision, superseded_by)
+                form.add_error(None, AlreadySuperseded.message)
             except ReviewError as exc:
                 form.add_error(None, exc.message)
             else:
@@ -262,6 +265,8 @@ class DecisionAdmin(BlindQAAdmin, ReadOnlyAdmin):
             "summary": _decision_summary(decision),
             "form": form,
             "standing": services.standing_decision(item=decision.item_id),
+            # Returned overturns stay in the log; the next correction is written beside them.
+            "returned": services.overturns_returned(decision_id=decision.pk),
             "refusal": refusal,
             "media": self.media + form.media,
         }
@@ -271,10 +276,17 @@ class DecisionAdmin(BlindQAAdmin, ReadOnlyAdmin):
         self, request: HttpRequest, decision: Decision, superseded_by: Decision
     ) -> HttpResponse:
         standing = services.standing_decision(item=decision.item_id)
+        waiting = superseded_by.story.status == DecisionStatus.AWAITING_CHECK
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
-            "title": f"Decision #{decision.pk} was already overturned",
+            "title": (
+                f"Decision #{decision.pk} has an overturn awaiting its check"
+                if waiting
+                else f"Decision #{decision.pk} was already overturned"
+            ),
+            "waiting": waiting,
+            "returned": services.overturns_returned(decision_id=decision.pk),
             "decision": decision,
             "summary": _decision_summary(decision),
             "superseded_by": superseded_by,

@@ -28,6 +28,7 @@ from queue_app.console.views import (
     wants_json,
 )
 from queue_app.errors import (
+    AlreadySuperseded,
     EvidenceChanged,
     InvalidBounds,
     InvalidReason,
@@ -52,9 +53,11 @@ from queue_app.services import (
     claim_lane_task,
     confirm_check,
     lane_task_for,
+    overturn_of,
     record_qa_review,
     release_lane_task,
     renew_lane_task,
+    replaced_by,
     return_check,
     user_lane_kinds,
 )
@@ -149,6 +152,12 @@ def _context(request: HttpRequest, task: LaneTask, **more: Any) -> dict[str, Any
     if task.kind == LaneKind.ADJUDICATION and not blind:
         source = LaneTask.objects.select_related("outcome__reason_code").get(pk=task.source_id)
         context["qa"] = source.outcome
+        # What became of the decision since the QA review: replaced by an overturn in force
+        # (the adjudication can only be closed), or with an overturn awaiting its check.
+        context["replaced_by"] = replaced_by(decision_id=task.decision_id)
+        context["overturn_awaiting"] = (
+            None if context["replaced_by"] else overturn_of(decision_id=task.decision_id)
+        )
         if mine:
             context["overturn_reasons"] = _overturn_reasons(task)
     if (
@@ -222,6 +231,9 @@ def _finish(
         write(form.cleaned_data)
     except (InvalidReason, InvalidVerdict, InvalidBounds) as exc:
         return _again(request, task, exc.message, form)
+    except AlreadySuperseded as exc:
+        # An adjudication's overturn while another overturn of the decision awaits its check.
+        return _again(request, task, exc.message, form, status=409)
     except StaleLease as exc:
         # Someone else holds or finished the task: show it as it is now.
         return _again(request, _task_for(request, task.pk), exc.message, form, status=409)
@@ -309,6 +321,7 @@ def lane_adjudicate(request: HttpRequest, task_id: int) -> HttpResponse:
             user=request.user,
             lease_token=data["lease_token"],
             uphold=data["outcome"] == "uphold",
+            close=data["outcome"] == "close",
             reason_code=data["reason_code"],
             note=data["note"],
         ),

@@ -30,6 +30,7 @@ from queue_app.models import (
     ApiClient,
     CheckPolicy,
     Decision,
+    DecisionStatus,
     EvidenceRule,
     ItemStory,
     LaneKind,
@@ -325,8 +326,9 @@ def overturn_decision(
             .select_related("item")
             .get(pk=decision_id)
         )
-        if Decision.objects.filter(supersedes_id=target.pk).exists():
-            raise AlreadySuperseded()
+        current = overturn_of(decision_id=target.pk)
+        if current is not None:
+            raise AlreadySuperseded(already_overturned_refusal(current))
         if target.verdict == Verdict.ESCALATE:
             raise InvalidVerdict(
                 "An escalation is not overturned; decide the escalated item in its own queue."
@@ -369,8 +371,11 @@ def overturn_decision(
         except IntegrityError as exc:
             if is_missing_reason(exc):
                 raise InvalidReason() from None
-            if "supersedes" in str(exc):
-                raise AlreadySuperseded() from None
+            if "supersedes" in str(exc):  # decision_one_overturn, had the check above raced
+                current = overturn_of(decision_id=target.pk)
+                raise AlreadySuperseded(
+                    already_overturned_refusal(current) if current else None
+                ) from None
             if "unconfirmed" in str(exc):  # migration 0011's trigger, had a check raced
                 raise InvalidVerdict(UNCONFIRMED_OVERTURN) from None
             if "four eyes" in str(exc):  # the trigger's verdict, had the check above raced
@@ -393,6 +398,48 @@ def overturn_decision(
         ),
     )
     return overturn
+
+
+def overturn_of(*, decision_id: int) -> Decision | None:
+    """Return the overturn of this decision that is in force or awaits its check, if any.
+
+    A returned overturn stays in the log but corrects nothing, so it is not the answer; the
+    database keeps at most one other (the decision_one_overturn trigger).
+    """
+    return (
+        Decision.objects.filter(supersedes_id=decision_id)
+        .exclude(story__status=DecisionStatus.RETURNED)
+        .select_related("story")
+        .order_by("-id")
+        .first()
+    )
+
+
+def replaced_by(*, decision_id: int) -> Decision | None:
+    """Return the overturn in force that replaced this decision, if any (not one awaiting)."""
+    overturn = overturn_of(decision_id=decision_id)
+    if overturn is None or overturn.story.status == DecisionStatus.AWAITING_CHECK:
+        return None
+    return overturn
+
+
+def overturns_returned(*, decision_id: int) -> list[Decision]:
+    """Return the overturns of this decision that a checker returned, oldest first."""
+    return list(
+        Decision.objects.filter(
+            supersedes_id=decision_id, story__status=DecisionStatus.RETURNED
+        ).order_by("id")
+    )
+
+
+def already_overturned_refusal(overturn: Decision) -> str:
+    """Say why a decision with this overturn in force or awaiting its check is not overturned."""
+    if overturn.story.status == DecisionStatus.AWAITING_CHECK:
+        return (
+            f"Overturn #{overturn.pk} of this decision ({overturn.corrected_verdict}) awaits its "
+            "check: a second person confirms or returns it first. Nothing was recorded."
+        )
+    return AlreadySuperseded.message
 
 
 OPEN_ADJUDICATION_REFUSAL = (

@@ -34,6 +34,7 @@ from queue_app.managers import (
 )
 from queue_app.models import (
     ApiClient,
+    Decision,
     LaneKind,
     LaneOutcome,
     LaneResult,
@@ -49,7 +50,7 @@ from queue_app.services._common import (
     parse_token,
 )
 from queue_app.services.access import queues_for_user
-from queue_app.services.decisions import overturn_decision
+from queue_app.services.decisions import overturn_decision, replaced_by
 
 LANE_NAMES = {
     LaneKind.CHECK: "Checks",
@@ -294,6 +295,20 @@ def _word_outcome_refusal(exc: IntegrityError) -> None:
         raise InvalidReason(QA_REASON_REFUSED) from None
     if "laneoutcome_return_has_note" in text:
         raise InvalidBounds(RETURN_NEEDS_NOTE) from None
+    if "adjudication: " in text:  # laneoutcome_adjudication_stands, had an overturn raced
+        raise InvalidVerdict(
+            "What stands changed while you adjudicated; open the task again. Nothing was recorded."
+        ) from None
+
+
+def no_longer_stands(decision_id: int, overturn: Decision) -> str:
+    """Say that an adjudication's decision was replaced and the adjudication can only close."""
+    return (
+        f"Decision #{decision_id} no longer stands: overturn #{overturn.pk} "
+        f"({overturn.corrected_verdict}) replaced it since it was drawn for QA. Upholding or "
+        "overturning here would change nothing that stands; close the adjudication (the QA "
+        "review still counts towards the original reviewer's agreement). Nothing was recorded."
+    )
 
 
 def _refuse_barred(exc: IntegrityError) -> None:
@@ -444,16 +459,19 @@ def adjudicate(
     task_id: int,
     user: User,
     lease_token: uuid.UUID | str,
-    uphold: bool,
+    uphold: bool = False,
+    close: bool = False,
     reason_code: str = "",
     note: str = "",
     queue_id: int | None = None,
 ) -> LaneOutcome:
-    """Settle a QA disagreement: uphold the original, or overturn it through the overturn.
+    """Settle a QA disagreement: uphold the original, overturn it, or close it.
 
     The overturn leaves the QA reviewer's verdict standing, with the adjudicator's reason
     (an overturn reason of the queue); it goes through services.overturn_decision, so four
-    eyes, the supersede chain and the outbox apply as to any overturn.
+    eyes, the supersede chain and the outbox apply as to any overturn. An adjudication whose
+    decision an overturn in force replaced since it was drawn for QA is closed, and only such a one
+    (the laneoutcome_adjudication_stands trigger): nothing it wrote would change the outcome.
     """
     token = parse_token(lease_token)
     _note(note)
@@ -468,8 +486,18 @@ def adjudicate(
                 user=user,
                 token=token,
             )
+            # Asked here, under the item's lock LOCK_LANE_TASK took, to refuse in words; the
+            # outcome's trigger asks again.
+            replaced = replaced_by(decision_id=row["decision_id"])
+            if replaced is not None and not close:
+                raise InvalidVerdict(no_longer_stands(row["decision_id"], replaced))
+            if replaced is None and close:
+                raise InvalidVerdict(
+                    f"Decision #{row['decision_id']} still stands: uphold it or overturn it. "
+                    "Nothing was recorded."
+                )
             overturn_id = None
-            if not uphold:
+            if not uphold and not close:
                 # The QA reviewer's verdict is the one that would stand. An overturn since
                 # (AlreadySuperseded) or four eyes (NotPermitted) refuse with their own words.
                 qa = LaneOutcome.objects.get(task__adjudication__pk=task_id)
@@ -485,7 +513,13 @@ def adjudicate(
                 sql_lanes.FINISH_ADJUDICATION,
                 row=row,
                 user=user,
-                result=LaneResult.UPHELD if uphold else LaneResult.OVERTURNED,
+                result=(
+                    LaneResult.CLOSED
+                    if close
+                    else LaneResult.UPHELD
+                    if uphold
+                    else LaneResult.OVERTURNED
+                ),
                 note=note,
                 overturn_id=overturn_id,
             )
