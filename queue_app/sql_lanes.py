@@ -336,9 +336,10 @@ HOT_PATH = (
 # Adjudication: every queue, for a holder of can_overturn (_CAN_OVERTURN, as the claim asks).
 # An API client's service user gets none.
 # The count reads every open task, so the function runs only on tasks of an item the user
-# has a part in (`parts`: a decision by them or their API clients, a task they hold or held;
-# the rows queue_app_chain_roles reads, in any round): it bars nobody else, and once per row
-# it would make a lane of 100,000 checks fifty times slower to count.
+# has a part in (`parts`, queue_app_part_items: a decision by them or their API clients, a
+# task they hold or held): it bars nobody else, and once per row it would make a lane of
+# 100,000 checks fifty times slower to count. `parts` is joined by hash, never probed per row:
+# a maker's parts can be as many as the lane's tasks.
 LANES_FOR_USER = (
     """
 WITH me AS MATERIALIZED (
@@ -347,16 +348,8 @@ WITH me AS MATERIALIZED (
            """
     + _CAN_OVERTURN
     + """ AS can_overturn
-), acting AS (
-    SELECT %(owner_id)s::bigint AS user_id
-    UNION ALL
-    SELECT c.user_id FROM queue_app_apiclient AS c WHERE c.created_by_id = %(owner_id)s
 ), parts AS MATERIALIZED (
-    SELECT x.item_id FROM queue_app_decision AS x
-     WHERE x.reviewer_id IN (SELECT user_id FROM acting)
-    UNION
-    SELECT y.item_id FROM queue_app_lanetask AS y
-     WHERE y.lease_owner_id IN (SELECT user_id FROM acting)
+    SELECT DISTINCT item_id FROM queue_app_part_items((SELECT principal FROM me)) AS p (item_id)
 ), lanes AS (
     SELECT q.id AS queue_id, q.slug, q.name, q.qa_rate, k.kind
       FROM queue_app_queue AS q
@@ -376,13 +369,12 @@ SELECT l.queue_id, l.slug, l.name, l.kind,
             WHEN 'qa' THEN l.qa_rate > 0
             ELSE false END AS configured
   FROM lanes AS l
-  LEFT JOIN queue_app_lanetask AS t
+  LEFT JOIN (queue_app_lanetask AS t LEFT JOIN parts AS p ON p.item_id = t.item_id)
          ON t.queue_id = l.queue_id AND t.kind = l.kind AND t.state = 'open'
         AND """
     + _NOT_BARRED_BY_COLUMN
     + """
-        AND (t.item_id NOT IN (SELECT item_id FROM parts)
-             OR NOT queue_app_lane_barred(t, %(owner_id)s))
+        AND (p.item_id IS NULL OR NOT queue_app_lane_barred(t, %(owner_id)s))
  GROUP BY l.queue_id, l.slug, l.name, l.qa_rate, l.kind
  ORDER BY l.name, array_position(ARRAY['check', 'qa', 'adjudication'], l.kind)
 """
