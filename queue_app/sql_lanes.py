@@ -44,14 +44,22 @@ _MAY_WORK_LANE = (
     + " END)"
 )
 
-# Whether lane task t is one the person of `me` (a CTE with their principal) may take: not a
-# decision they made, nor one they QA-reviewed (the stored principals, filled by the task's
-# insert trigger). The claim skips barred tasks by it and the home page's counts leave them
-# out by it, so a lane never offers work its claim refuses. Wrapped in coalesce() so the
-# planner cannot estimate it (see CLAIM_LANE_TASK); `me` is read through scalar subqueries.
-_NOT_BARRED = """coalesce(t.maker_principal_id <> (SELECT principal FROM me), true)
+# Whether lane task t is one the person of `me` (a CTE with their principal) may take, by the
+# rule the lanetask trigger enforces (queue_app_lane_barred: not a decision they made, checked,
+# QA-reviewed, overturned or otherwise have another part in the chain of), so a lane never
+# hands out, nor counts as waiting, a task its trigger would refuse. The stored principals
+# (maker, QA reviewer, checker, filled by the task's insert trigger) are tested first, as
+# columns: most barred tasks fail there and the function, an index read of the chain, runs
+# only on a row that passed them. Wrapped in coalesce() so the planner cannot estimate them
+# (see CLAIM_LANE_TASK); `me` is read through scalar subqueries.
+_NOT_BARRED_BY_COLUMN = """coalesce(t.maker_principal_id <> (SELECT principal FROM me), true)
        AND coalesce(t.second_principal_id <> (SELECT principal FROM me), true)
        AND coalesce(t.checker_principal_id <> (SELECT principal FROM me), true)"""
+_NOT_BARRED = (
+    _NOT_BARRED_BY_COLUMN
+    + """
+       AND NOT queue_app_lane_barred(t, %(owner_id)s)"""
+)
 
 # Next check / Next QA / Next adjudication: renew the caller's own live lease in this lane if
 # they hold one (a second tab, a reload), otherwise claim the open task whose lease is absent or
@@ -64,9 +72,10 @@ _NOT_BARRED = """coalesce(t.maker_principal_id <> (SELECT principal FROM me), tr
 #   in the index's own order (ascending, NULLs last, as ORDER BY below): done tasks
 #   are never read. Live leases stay in the index; a claim walks past at most one per working
 #   second person (a handful), so unlike review items they need no state of their own;
-# - tasks the claimer is barred from (their principal made, checked or QA-reviewed the
-#   decision) are skipped by the stored principals; the lanetask trigger refuses them anyway,
-#   and any other part in the decision's chain (an overturn) too (migration 0029);
+# - tasks the claimer is barred from are passed over by the trigger's own rule (_NOT_BARRED):
+#   the walk calls it once per candidate that passes the stored principals, normally the
+#   first. A part committed after the statement's snapshot (their own overturn in another
+#   tab) is seen by the trigger, which refuses; claim_lane_task then claims once more;
 # - the outer WHERE re-checks the row (EvalPlanQual re-evaluates only the outer conditions):
 #   a task finished or re-leased while we waited for its lock is not stamped.
 # The gate is _MAY_WORK_LANE: checks and QA need the queue's review access, adjudication
@@ -320,12 +329,17 @@ HOT_PATH = (
 )
 
 # The console home's lanes for one user, in one statement: per queue and lane the user may
-# work, the open tasks they may take (_NOT_BARRED, the claim's own test), how many are leased
-# now, the oldest, and whether the lane is set up at
+# work, the open tasks they may take (the claim's own test: the stored principals, then
+# queue_app_lane_barred), how many are leased now, the oldest, and whether the lane is set up at
 # all (a check policy, a QA rate) so that an idle, unconfigured lane is not listed. Checks and
 # QA: the queues the user reviews (%(queue_ids)s, which the home page has read already).
 # Adjudication: every queue, for a holder of can_overturn (_CAN_OVERTURN, as the claim asks).
 # An API client's service user gets none.
+# The count reads every open task, so the function runs only on tasks of an item the user
+# has a part in (`parts`, queue_app_part_items: a decision by them or their API clients, a
+# task they hold or held): it bars nobody else, and once per row it would make a lane of
+# 100,000 checks fifty times slower to count. `parts` is joined by hash, never probed per row:
+# a maker's parts can be as many as the lane's tasks.
 LANES_FOR_USER = (
     """
 WITH me AS MATERIALIZED (
@@ -334,6 +348,8 @@ WITH me AS MATERIALIZED (
            """
     + _CAN_OVERTURN
     + """ AS can_overturn
+), parts AS MATERIALIZED (
+    SELECT DISTINCT item_id FROM queue_app_part_items((SELECT principal FROM me)) AS p (item_id)
 ), lanes AS (
     SELECT q.id AS queue_id, q.slug, q.name, q.qa_rate, k.kind
       FROM queue_app_queue AS q
@@ -353,11 +369,12 @@ SELECT l.queue_id, l.slug, l.name, l.kind,
             WHEN 'qa' THEN l.qa_rate > 0
             ELSE false END AS configured
   FROM lanes AS l
-  LEFT JOIN queue_app_lanetask AS t
+  LEFT JOIN (queue_app_lanetask AS t LEFT JOIN parts AS p ON p.item_id = t.item_id)
          ON t.queue_id = l.queue_id AND t.kind = l.kind AND t.state = 'open'
         AND """
-    + _NOT_BARRED
+    + _NOT_BARRED_BY_COLUMN
     + """
+        AND (p.item_id IS NULL OR NOT queue_app_lane_barred(t, %(owner_id)s))
  GROUP BY l.queue_id, l.slug, l.name, l.qa_rate, l.kind
  ORDER BY l.name, array_position(ARRAY['check', 'qa', 'adjudication'], l.kind)
 """

@@ -108,10 +108,16 @@ def claim_lane_task(*, queue: Queue, kind: str, user: User) -> LaneTask | None:
     try:
         tasks = build_instances(LaneTask, _bounded_write(sql_lanes.CLAIM_LANE_TASK, params))
     except IntegrityError as exc:
-        # The claim skips tasks barred by their stored principals; any other part in the
-        # decision's chain (an overturn, a claim racing one) is the trigger's to refuse.
-        _refuse_barred(exc)
-        raise
+        if "second person" not in str(exc):
+            raise
+        # The claim passes over every task its claimer is barred from, as of its snapshot; the
+        # trigger refused a part committed since (the claimer's own overturn in another tab,
+        # waited for on the item's lock). A second claim sees it and passes over the task.
+        try:
+            tasks = build_instances(LaneTask, _bounded_write(sql_lanes.CLAIM_LANE_TASK, params))
+        except IntegrityError as again:
+            _refuse_barred(again)
+            raise
     if not tasks:
         return None
     task = tasks[0]
