@@ -39,6 +39,6 @@ DROP FUNCTION IF EXISTS queue_app_part_items(bigint);
 
 
 class Migration(migrations.Migration):
-    dependencies = [("queue_app", "0030_escalation_files_and_deadline_range")]
+    dependencies = [("queue_app", "0031_overturn_after_return")]
 
     operations = [migrations.RunSQL(FORWARD, BACKWARD)]
