@@ -316,7 +316,7 @@ def overturn_decision(
         guard_timeouts()
         # The item's row first, then the decision's: the order of every lane finish (task,
         # item, then an adjudication's overturn) and of the overturn trigger, which takes the
-        # item's lock anyway (migration 0029), so an overturn and a finish never deadlock.
+        # item's lock anyway (decision_separation), so an overturn and a finish never deadlock.
         item_id = Decision.objects.filter(pk=decision_id).values_list("item_id", flat=True)
         list(ReviewItem.objects.select_for_update().filter(pk__in=item_id).values_list("pk"))
         # The row lock serialises two admins overturning the same decision at once; the second
@@ -382,7 +382,7 @@ def overturn_decision(
                 raise NotPermitted("Four eyes: someone else must overturn this item.") from None
             if is_handoff_violation(exc):  # migration 0015's trigger
                 raise NotPermitted(HANDOFF_REFUSAL) from None
-            if "separation:" in str(exc):  # migration 0029's: one person, one part
+            if "separation:" in str(exc):  # decision_separation: one person, one part
                 raise NotPermitted(separation_refusal(exc)) from None
             if "overturn permission:" in str(exc):  # migration 0023's, had a revocation raced
                 raise NotPermitted(NO_OVERTURN_PERMISSION) from None
