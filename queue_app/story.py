@@ -38,13 +38,6 @@ class DecisionStatus(models.TextChoices):
     PENDING = "pending", "effect pending"
 
 
-STANDING_STATUSES = (
-    DecisionStatus.ESCALATED,
-    DecisionStatus.APPLIED,
-    DecisionStatus.CONFIRMED,
-    DecisionStatus.PENDING,
-)
-
 # The status, first match wins. A decision has at most one check task (lanetask_one_per_kind),
 # joined with its outcome by key, so a decision's status costs index probes whatever the size
 # of the lanes. A check with no outcome holds its decision back; a returned one ends it. An
