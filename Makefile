@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 PORT ?= 8000
 SSO ?=
 
-.PHONY: run test browser lint install lock stop clean
+.PHONY: run test browser lint schema install lock stop clean
 
 # pip is twice quiet: setuptools' ten-line notice about editable installs (and warnings about
 # an index folder pip.conf names but this machine lacks) are not steps; errors still show.
@@ -47,6 +47,16 @@ browser: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# queue_app/db/schema.sql: the schema's functions, triggers, constraints and views as the
+# migrated database (the embedded one unless DATABASE_URL is set) defines them. Run it after
+# adding a migration that changes a rule, and commit the file; tests/db/test_schema_file.py
+# fails until then.
+schema: install
+	@echo "==> database: applying migrations"
+	@$(PY) manage.py migrate --noinput -v0
+	@echo "==> writing queue_app/db/schema.sql from the migrated database"
+	@$(PY) manage.py render_schema -v0
 
 # The newest versions pyproject.toml allows, resolved in a scratch virtualenv and written to
 # constraints.txt (its comment lines kept). Then `make test`, and commit both.
