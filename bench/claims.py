@@ -78,7 +78,7 @@ def load(queue_id: int, total: int) -> None:
             SELECT g, %s, 'decided', 0, now() - make_interval(secs => (%s - g) / 1000.0),
                    'bench item ' || g, '{"amount": 12.50, "ref": "abc"}', 'bench-' || g, '',
                    gen_random_uuid(), 0, now(),
-                   -- Issue 15's order (priority, deadline, age): two items in three carry a
+                   -- The claim's order (priority, deadline, age): two items in three carry a
                    -- deadline, scattered over a week, so the claim's index walk meets both.
                    CASE WHEN g %% 3 = 0 THEN NULL
                         ELSE now() + make_interval(secs => (g::bigint * 7919) %% 604800) END

@@ -1,14 +1,16 @@
 """B7: decision throughput at 32 clients over 1 queue and over 8, sealed chain vs global lock.
 
-Until migration 0010 every decision took one advisory lock (the chain's) in its insert trigger
-and held it through its commit, so decisions in every queue committed one at a time. The
-baseline here is exactly that trigger (as migration 0007 defined it, installed into the
-scratch database for its runs and replaced by the current one afterwards); the candidate is the
+The baseline is the design the sealed chain replaced: every decision took one advisory lock
+(the chain's) in its insert trigger and held it through its commit, so decisions in every queue
+committed one at a time. It runs exactly that trigger (taken from the migration that last
+defined it, installed into the scratch database for its runs and replaced by the current one
+afterwards); the candidate is the
 current code, with a sealer process running beside the reviewers as the apply worker would.
 Each side runs the same reviewer cycle (claim_next + submit_decision) in 32 processes, all set
 up before any starts, spread over 1 queue or over 8; the sides alternate, medians compared.
 The baseline also gets back the other serialisation point of the old code: the apply workers'
-NOTIFY sent from inside the decision's transaction (migration 0019 explains what it cost);
+NOTIFY sent from inside the decision's transaction (which serialised the commits behind the
+notification queue's lock);
 its services still send today's wake-up after the commit as well, one cheap round trip more.
 pgbench's commit rate at 32 clients (one-row INSERT per transaction) gives the scale.
 
@@ -50,13 +52,13 @@ from bench.common import (
 )
 
 DB = "rc_bench_decisions"
-# The old code's insert trigger, taken from the migration that last defined it (0007): the
+# The old code's insert trigger, taken from the migration that last defined it: the
 # same checks as today's, plus the chain lock and the chain link assigned under it.
 BASELINE_SQL = "queue_app.migrations.0007_decision_audit"
 # The old code had no sealer's list: the baseline runs without the trigger that fills it.
 SEALING_TRIGGER = "decision_queue_for_sealing"
 # The old code woke the apply workers from inside the decision's transaction (a NOTIFY trigger
-# on the effect job insert, dropped by 0019): the baseline runs with that trigger put back.
+# on the effect job insert): the baseline runs with that trigger put back.
 NOTIFY_MIGRATION = "queue_app.migrations.0019_wake_workers_after_commit"
 
 
@@ -83,7 +85,7 @@ def setup(queues: int, reviewers: int, stock: dict[int, int]) -> tuple[list[int]
 
 
 def baseline_trigger() -> str:
-    """Return the CREATE FUNCTION of the decision insert trigger as migration 0007 left it."""
+    """Return the CREATE FUNCTION of the chain-locking decision insert trigger."""
     import importlib
 
     forward = importlib.import_module(BASELINE_SQL).FORWARD

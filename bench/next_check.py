@@ -1,4 +1,4 @@
-"""B9: Next check's claim latency against the size of the Checks lane (issue 14).
+"""B9: Next check's claim latency against the size of the Checks lane.
 
 The lane's claim (sql_lanes.CLAIM_LANE_TASK) walks the partial index lanetask_open_due_claim
 (queue, kind, due_at, created_at, id) WHERE state = 'open'. Its cost should not grow with the

@@ -1,8 +1,8 @@
 """Where the apply worker's drain (B5's throughput half) spends its time, and what a change buys.
 
-B5 drains N bulk-written decisions with `apply_batch` (bench/apply.py). Its rate halved in the
-round that ordered effects per item and recorded superseded decisions (bench/NOTES.md). This
-script looks for the cause on a small local dataset, without the full bench:
+B5 drains N bulk-written decisions with `apply_batch` (bench/apply.py). Ordering effects per
+item and recording superseded decisions made each drain do more; this script shows where the
+time goes on a small local dataset, without the full bench:
 
 - `--profile`: one drain under cProfile, the top functions by cumulative and own time, and
   the wall time per statement kind (an execute wrapper);

@@ -2,7 +2,7 @@
 
 Counts the statements one cycle (claim_next + submit_decision) sends, lists them in order,
 splits wall time between the database (as Django's cursor wrapper times it) and the rest,
-and prints cProfile's top functions by own time. The analysis in bench/NOTES.md comes from it.
+and prints cProfile's top functions by own time. docs/performance.md reads its figures.
 It also times B3's psycopg floor (bench/cycle.py: the same statements in the same round trips,
 psycopg alone) in this process: the client CPU Django and the services add is the difference.
 

@@ -216,7 +216,7 @@ def main() -> None:
             f"{decisions['clients']} reviewer processes (claim + decide), "
             f"{decisions['seconds']:.0f} s per run; the sides alternate "
             f"{decisions['repetitions']} times per scenario. "
-            "The baseline is the pre-0010 insert trigger (as migration 0007 defined it); the "
+            "The baseline is the insert trigger that held the global chain lock; the "
             "candidate runs with a sealer beside it. Each level of added flush time makes every "
             "WAL flush of the scratch database that much slower (`commit_delay`, "
             "`commit_siblings = 0`), as a slower device or a synchronous standby would; +0 is "
@@ -508,9 +508,6 @@ def main() -> None:
                 "statements reaches here.",
                 "",
             ]
-    notes = Path(__file__).resolve().parent / "NOTES.md"
-    if notes.exists():
-        lines += [notes.read_text()]
     OUT.write_text("\n".join(lines) + "\n")
     print(f"wrote {OUT}", file=sys.stderr)
 

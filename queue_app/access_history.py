@@ -172,8 +172,8 @@ ApiClientEvent = _event_model(
 ApiClientQueueEvent = _event_model(
     ApiClientQueueLink, "ApiClientQueueEvent", _link_events(), obj=False
 )
-_NOT_YET_TRACKED = "Empty on events recorded before migration 0018 began tracking it."
-#: Settings tracked since migration 0018: nullable in the event table, so events recorded
+_NOT_YET_TRACKED = "Empty on events recorded before the history began tracking it."
+#: Settings tracked after the first ones: nullable in the event table, so events recorded
 #: before then say "not recorded" rather than a default the queue may never have had. The
 #: migration writes one "baseline" event per queue with their values at that moment.
 QUEUE_FIELDS_SINCE_0018 = {

@@ -91,7 +91,7 @@ def apply_batch(
     attempted = 0
     with transaction.atomic():
         # Prepared (planned once per connection): planning the claim cost several times
-        # what running it does, once per batch (bench/NOTES.md, "B5 halved").
+        # what running it does, once per batch (B5: bench/profile_apply.py).
         jobs = fetch_prepared(sql.CLAIM_DUE_EFFECT_JOBS, {"limit": batch_size})
         if not jobs:
             return 0

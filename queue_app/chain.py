@@ -2,7 +2,7 @@
 
 Two parts, one log:
 
-- **The per-decision chain.** Decisions recorded before migration 0010 carry ``chain_seq`` and
+- **The per-decision chain.** Decisions recorded before sealing existed carry ``chain_seq`` and
   ``chain_hash`` = sha256(previous hash | the decision's fields), assigned by the insert trigger
   under one advisory lock that every decision in every queue had to take in turn.
 - **Sealed batches.** Since 0010, decisions commit with no chain lock at all. The sealer (run
@@ -12,7 +12,7 @@ Two parts, one log:
   hash, its position, its size and the root. The first batch chains to the old chain's head.
 
 Second-person outcomes (a checker's confirmation or return, a QA review, an adjudication) are
-sealed in the same batches, after the batch's decisions (migration 0020): the log an auditor
+sealed in the same batches, after the batch's decisions: the log an auditor
 reads is one, and so is its anchor.
 
 A decision or outcome altered afterwards changes its leaf, so its batch's root; a batch altered

@@ -1,6 +1,6 @@
 """Signed checkpoints of the decision chain: an anchor for the log kept outside the database.
 
-The hash chain (migration 0002) makes a rewrite of one decision visible, but an owner who
+The hash chain makes a rewrite of one decision visible, but an owner who
 disables the triggers can rewrite rows and recompute every later hash, or cut rows off the end,
 and the chain still verifies. A checkpoint written out of the database's reach (a file kept
 elsewhere, a webhook to another system) records each chain's head — position and hash — at a

@@ -51,9 +51,10 @@ FIELDS: dict[str, str] = {
     "chain_seq": "chain_seq",
     "chain_hash": "chain_hash",
     "applied_at": "applied__applied_at",
-    # The item's files as "name=sha256" pairs, by name, space-separated ("" for none): the
-    # digests evidence_hash covers. A decided item's attachments are frozen (migration 0014),
-    # so these are the files the decision was made over. After the columns older readers know.
+    # The item's files as "name=sha256" pairs, by name, space-separated ("" for none): the digests
+    # evidence_hash covers. A decided item's attachments are frozen (the trigger
+    # item_attachments_frozen), so these are the files the decision was made over. After the columns
+    # older readers know.
     "attachments": "item__attachments",
     # What became of the decision (queue_app/story.py): returned, overturned, applied, ... as
     # every other surface says it. After attachments, so readers by position keep working.
@@ -109,7 +110,7 @@ def neutralise_formula(value: Any) -> Any:
 
 def export_rows(decisions: QuerySet[Decision]) -> Iterator[dict[str, Any]]:
     """Yield each decision as a dict of COLUMNS, oldest first, from a server-side cursor."""
-    # Decisions recorded before migration 0007 have no username snapshot: for those (and only
+    # Decisions recorded before usernames were recorded with them have none: for those (and only
     # those) the reviewer's username at export time is the best there is; reviewer_id is exact.
     rows = (
         decisions.annotate(

@@ -3,7 +3,7 @@
 One mechanism serves every piece of work a second person must do on a decision: a *lane task*
 (kind check, qa or adjudication) in its queue, claimed with SKIP LOCKED and fenced by a lease
 token exactly like a review item (queue_app/sql_lanes.py). What the second person concluded
-is a *lane outcome*, append-only like decisions. The database rules (migration 0011):
+is a *lane outcome*, append-only like decisions. The database rules:
 
 - a task is tied to its decision's item, queue and maker by a composite foreign key;
 - nobody whose principal (queue_app_principal: an API client's service user counts as the
@@ -130,8 +130,8 @@ class LaneTask(models.Model):
     decision = models.ForeignKey(
         "queue_app.Decision", on_delete=models.PROTECT, related_name="lane_tasks"
     )
-    # The decision's reviewer (the composite foreign key of migration 0011 checks it), and the
-    # principal they act for, filled by the insert trigger: the claim skips tasks whose
+    # The decision's reviewer (the composite foreign key lanetask_matches_decision checks it),
+    # and the principal they act for, filled by the insert trigger: the claim skips tasks whose
     # principal is the claimer's without a function call per row.
     maker = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     maker_principal_id = models.BigIntegerField(editable=False, null=True)

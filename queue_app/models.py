@@ -2,7 +2,7 @@
 
 Queue state (ReviewItem.state and the lease columns) is derived working state; decisions are
 the facts. Rules that must hold whatever code writes the rows live in the database: check
-constraints here, and the composite foreign keys and append-only triggers in migration 0002.
+constraints here, and the composite foreign keys and append-only triggers in the migrations.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class ItemState(models.TextChoices):
     LEASED = "leased", "Leased"
     DECIDED = "decided", "Decided"
     # On hold, awaiting information, until hold_until: no claim takes it before then, and the
-    # first claim after takes it (sql._CLAIM, candidate set "resumed"). Issue 15.
+    # first claim after takes it (sql._CLAIM, candidate set "resumed").
     HELD = "held", "On hold"
     # Decided by a maker whose verdict needs a second person's check before it takes effect
     # (queue_app/lanes.py); not claimable for review, and no effect job yet.
@@ -51,7 +51,7 @@ class ItemState(models.TextChoices):
 
 
 # Open work against its deadline: everything not final. An item awaiting its check is open until
-# the check confirms it (migration 0021). The index item_open_work_due and the console's counts
+# the check confirms it. The index item_open_work_due and the console's counts
 # read this list; ops/sql.SLA_OPEN spells it out in SQL.
 DEADLINE_OPEN_STATES = [
     ItemState.PENDING.value,
@@ -112,7 +112,7 @@ class Queue(models.Model):
         ),
     )
     created_at = models.DateTimeField(auto_now_add=True)
-    # Deadlines and holds (issue 15; docs/architecture.md "Deadlines and holds").
+    # Deadlines and holds (docs/architecture.md "Deadlines, holds and the subject").
     default_sla = models.DurationField(
         "default SLA",
         null=True,
@@ -191,7 +191,7 @@ class HoldReason(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["queue", "code"], name="holdreason_unique_per_queue"),
             # Target of the composite foreign key that keeps an item's hold reason in its own
-            # queue (migration 0012).
+            # queue.
             models.UniqueConstraint(fields=["id", "queue"], name="holdreason_id_queue"),
         ]
 
@@ -241,7 +241,7 @@ class ReasonCode(models.Model):
                 fields=["queue", "verdict", "code"], name="reasoncode_unique_per_queue_verdict"
             ),
             # Target of the composite foreign key that ties a decision's reason to its verdict
-            # and queue (migration 0002).
+            # and queue.
             models.UniqueConstraint(
                 fields=["id", "queue", "verdict"], name="reasoncode_id_queue_verdict"
             ),
@@ -312,12 +312,12 @@ class ReviewItem(models.Model):
         max_length=200, null=True, blank=True
     )
     # The queue the item was pushed into; queue moves on auto-escalation, this never does.
-    # Filled from queue by the insert trigger of migration 0006 when an INSERT leaves it out.
+    # Filled from queue by an insert trigger when an INSERT leaves it out.
     intake_queue = models.ForeignKey(
         Queue, on_delete=models.PROTECT, related_name="+", null=False, blank=True
     )
     # The API client that pushed the item; NULL for the console, seeding, management commands,
-    # the system's own escalations, and items that predate client scoping (migration 0006).
+    # the system's own escalations, and items that predate client scoping.
     created_by_client = models.ForeignKey(
         "ApiClient", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
@@ -349,11 +349,11 @@ class ReviewItem(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     released_at = models.DateTimeField(null=True, blank=True)
-    # Who may not lease or decide this item (issue 14, the hand-off): everyone who decided in
-    # the chain of items it escalates, and whoever abandoned it before it was moved to its
-    # escalation queue. Filled by the database (migration 0015) and by ESCALATE_ABANDONED,
-    # only ever grown; the claim passes these items over for them (sql._CLAIM) and a trigger
-    # refuses a lease or decision by them. Empty for every item that is not an escalation.
+    # Who may not lease or decide this item (the hand-off): everyone who decided in the chain of
+    # items it escalates, and whoever abandoned it before it was moved to its escalation queue.
+    # Filled by the database (reviewitem_handoff_insert) and by ESCALATE_ABANDONED, only ever grown;
+    # the claim passes these items over for them (sql._CLAIM) and a trigger refuses a lease or
+    # decision by them. Empty for every item that is not an escalation.
     excluded_reviewer_ids = ArrayField(
         models.BigIntegerField(),
         default=list,
@@ -364,11 +364,12 @@ class ReviewItem(models.Model):
     # The item's files, by name: {name: {"sha256", "content_type", "size"}} (queue_app/
     # attachments.py). The bytes live content-addressed in the attachments storage; the entries
     # are on the row itself so the fenced close reads them with the row it locks, and the
-    # evidence hash covers them (queue_app/evidence.py). Frozen once decided (migration 0014).
+    # evidence hash covers them (queue_app/evidence.py). Frozen once decided (the trigger
+    # item_attachments_frozen).
     attachments = models.JSONField(
         default=dict, db_default=models.Value({}, output_field=models.JSONField()), blank=True
     )
-    # The deadline (issue 15): from intake (due_at, or sla_seconds from receipt), else the
+    # The deadline: from intake (due_at, or sla_seconds from receipt), else the
     # queue's default_sla; NULL = none. A hold pushes it back by exactly the time held
     # (services/holds.py); an escalation item keeps its origin's.
     due_at = models.DateTimeField(null=True, blank=True)
@@ -388,7 +389,7 @@ class ReviewItem(models.Model):
     review_round = models.PositiveIntegerField(default=0, db_default=0)
     # The evidence hash (queue_app/evidence.py) of the item as it arrived, when intake can
     # know it exactly (evidence.arrival_evidence_hash); NULL otherwise, and from the first
-    # change to the subject, payload or attachments on (a trigger clears it, migration 0024).
+    # change to the subject, payload or attachments on (item_evidence_hash_cleared clears it).
     # So it is the hash of the evidence the row holds, or nothing. The one-statement decide
     # compares the form's hash with it (sql.CLOSE_AND_RECORD_DECISION); without it the decide
     # hashes the row in Python.
@@ -402,7 +403,7 @@ class ReviewItem(models.Model):
         indexes = [
             # Fresh work, in the order a claim takes it. Leased and decided rows are not in it,
             # so a claim never walks past live leases or history.
-            # Issue 15: priority, then the earliest deadline (NULL sorts last ascending, so
+            # Priority, then the earliest deadline (NULL sorts last ascending, so
             # items without one come after every dated item of their priority), then age.
             models.Index(
                 fields=["queue", "-priority", "due_at", "created_at"],
@@ -422,7 +423,7 @@ class ReviewItem(models.Model):
                 condition=Q(subject_key__isnull=False),
             ),
             # Deadlines of open work, for the breach and at-risk counts (/ops/, console home):
-            # an item awaiting its check is open until the check confirms it (migration 0022).
+            # an item awaiting its check is open until the check confirms it.
             models.Index(
                 fields=["queue", "due_at"],
                 name="item_open_work_due",
@@ -500,7 +501,7 @@ class ReviewItem(models.Model):
                     "The deadline must lie between 2000-01-01 and 2999-12-31 (UTC)."
                 ),
             ),
-            # Target of the composite foreign key from Decision (migration 0002).
+            # Target of the composite foreign key from Decision.
             models.UniqueConstraint(fields=["id", "queue"], name="item_id_queue"),
             # One item per key per client per intake queue. NULLS NOT DISTINCT: the items with
             # no client (console, seeding, legacy rows) form one scope per queue too, instead
@@ -533,7 +534,7 @@ class ReviewItem(models.Model):
 
 
 class Decision(models.Model):
-    """One verdict. Never updated, never deleted: the database refuses both (migration 0002)."""
+    """One verdict. Never updated, never deleted: the database refuses both."""
 
     item = models.ForeignKey(ReviewItem, on_delete=models.PROTECT, related_name="decisions")
     # Denormalised from the item so the database can check the reason code belongs to it.
@@ -541,7 +542,7 @@ class Decision(models.Model):
     reviewer = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="decisions"
     )
-    # The reviewer's username when they decided, set by the insert trigger (migration 0007) and
+    # The reviewer's username when they decided, set by the insert trigger and
     # covered by the chain hash: a later rename, or two users swapping names, does not move
     # the decision to someone else in exports and the timeline. NULL for decisions recorded
     # before 0007 (see reviewer_name).
@@ -569,7 +570,7 @@ class Decision(models.Model):
     # Filled by the insert trigger: position and hash in the tamper-evident chain.
     chain_seq = models.BigIntegerField(null=True, editable=False, unique=True)
     chain_hash = models.CharField(max_length=64, blank=True, editable=False)
-    # The item's review_round when decided, set by the insert trigger of migration 0011 from
+    # The item's review_round when decided, set by the decision_round trigger from
     # the item row whatever the writer sends: a checker's return opens a new round, in which
     # the item takes a new review decision (decision_one_per_item is per round).
     review_round = models.PositiveIntegerField(default=0, db_default=0, editable=False)
@@ -824,7 +825,7 @@ class LaneOutcomeEntry(models.Model):
     """A second person's outcome (a check, QA review or adjudication) in a sealed batch.
 
     Sealed into the same batches as decisions, after them: its position follows the batch's
-    decisions in one Merkle tree, so one checkpoint anchors both (migration 0020).
+    decisions in one Merkle tree, so one checkpoint anchors both.
     """
 
     outcome = models.OneToOneField(
@@ -878,7 +879,7 @@ class ApiClient(models.Model):
     queues = models.ManyToManyField(Queue, blank=True, related_name="api_clients")
     # Who created the client, and so holds its token: under four eyes its service user's
     # decisions count as this person's. NULL when not known (made outside the admin, or
-    # before migration 0007 and not in the admin log).
+    # before creators were recorded and not in the admin log).
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,

@@ -2,7 +2,7 @@
 
 Every surface that says whether a decision stands (the console's item page and same-subject
 table, the admin, the API's item and list, My work, the exports) reads it from two database
-views, defined here and created by migration 0028, rather than working it out on its own:
+views, defined here and created by a migration, rather than working it out on its own:
 
 - ``queue_app_decisionstatus``: one row per decision, its ``status`` and whether it ``stands``;
 - ``queue_app_itemstory``: one row per item, its state and the decision that stands (the

@@ -2,7 +2,7 @@
 
 The reviewer's pages (the console, its sign-in pages, 403 and 503) are Jinja2 templates: a
 reviewer renders the item page on every cycle, and Django's template language spent more of
-each cycle's CPU on it than on anything else the worker did (bench/NOTES.md, B8). Jinja2
+each cycle's CPU on it than on anything else the worker did (B8, docs/performance.md). Jinja2
 compiles a template to Python once; Django's interprets its node tree on every render. The
 admin and /ops/ keep Django's templates: they extend Django admin's.
 
@@ -37,7 +37,7 @@ from queue_app.templatetags import console
 # What a page prints for `url` and `static`, remembered per process. Both are the same for the
 # same arguments while the URLconf, the script prefix (SCRIPT_NAME) and the static settings
 # are: an item page prints eight URLs and ten static paths, and working them out again on
-# every render cost about 2% of a reviewer cycle's CPU (bench/NOTES.md, B8). The keys
+# every render cost about 2% of a reviewer cycle's CPU (B8). The keys
 # hold the per-request URLconf and script prefix; a change to the settings they read (tests
 # override them) empties both.
 _PAGE_ADDRESSES = 4096

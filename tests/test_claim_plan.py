@@ -51,7 +51,7 @@ def _seq_scanned(node: dict | list) -> set[str]:
 def _assert_walks_partial_indexes(plan: str) -> None:
     assert "item_pending_claim" in plan
     assert "item_leased_expiry" in plan
-    assert "item_held_until" in plan  # due holds: their own partial index (issue 15)
+    assert "item_held_until" in plan  # due holds: their own partial index
     # Items (and their decided history) are never walked. The access check's lookups in the
     # small grant tables may be planned as sequential scans once those tables have statistics
     # saying they hold a handful of rows; that is the planner's right call there.

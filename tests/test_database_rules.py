@@ -127,7 +127,7 @@ def test_verify_decisions_names_a_row_altered_with_triggers_disabled(queue, alic
 
 
 def test_recomputing_the_altered_rows_hash_breaks_the_next_link(queue, alice, decision):
-    # Decisions from before sealing (migration 0010) carry a per-decision chain.
+    # Decisions from before sealing carry a per-decision chain.
     make_items(queue, 1, prefix="next")
     item = claim_next(queue=queue, reviewer=alice)
     later = approve_as_shown(item, alice)
@@ -186,7 +186,8 @@ def test_a_reason_code_of_another_queue_is_refused_by_the_database(queue, review
 
 
 def test_overturn_columns_are_set_iff_the_verdict_is_overturn(queue, bob, decision):
-    bob = with_overturn_permission(bob)  # else migration 0023 refuses the first row before
+    # Else decision_overturn_permission refuses the first row before the columns are checked.
+    bob = with_overturn_permission(bob)
     item = decision.item
     overturn_reason = queue.reason_codes.get(code="reviewer_error")
     with pytest.raises(IntegrityError, match="decision_overturn_columns"):
@@ -354,8 +355,8 @@ CHAIN_INPUT_0002 = """concat_ws('|', d.chain_seq, d.id, d.item_id, d.queue_id, d
     to_char(d.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'))"""
 
 
-def insert_pre_0007_decision(item: ReviewItem, reviewer, reason_code: str = "verified") -> int:
-    """Write a decision as the database did before migration 0007 (no username, 0002's hash).
+def insert_unnamed_decision(item: ReviewItem, reviewer, reason_code: str = "verified") -> int:
+    """Write a decision as the database did before names were recorded (no username, first hash).
 
     Triggers off for this insert alone (as a restore from an old dump would be), so the row
     carries exactly what the old trigger wrote; returns its id.
@@ -391,11 +392,11 @@ def test_verify_decisions_passes_on_rows_from_before_and_after_the_username_snap
 ):
     # Claims take the oldest items first: the old rows go on the two newest.
     *_, third, fourth = make_items(queue, 4)
-    old = insert_pre_0007_decision(fourth, alice)
+    old = insert_unnamed_decision(fourth, alice)
     for reviewer in (bob, alice):
         item = claim_next(queue=queue, reviewer=reviewer)
         approve_as_shown(item, reviewer)
-    newer = insert_pre_0007_decision(third, bob)  # an old dump's row after new ones: no matter
+    newer = insert_unnamed_decision(third, bob)  # an old dump's row after new ones: no matter
     stored = dict(Decision.objects.values_list("pk", "reviewer_username"))
     assert stored[old] is None and stored[newer] is None
     assert sorted(name for name in stored.values() if name) == ["alice", "bob"]

@@ -1,6 +1,6 @@
 """manage.py backfill_evidence_hashes: open items without a stored hash get the hash of their row.
 
-Items from before migration 0024, and those whose payload jsonb does not store as written, have
+Items from before hashes were stored, and those whose payload jsonb does not store as written, have
 no stored hash and decide in two statements. After the backfill they decide in one, with the
 hash the item page shows; a row that changes while it is hashed keeps no hash.
 """
@@ -35,7 +35,7 @@ def _items(queue, payloads) -> list[ReviewItem]:
         create_item(queue=queue, subject=f"case {n}", payload=p, idempotency_key=f"bf-{n}")[0]
         for n, p in enumerate(payloads)
     ]
-    # As before migration 0024: no stored hash at all.
+    # As before hashes were stored: no stored hash at all.
     ReviewItem.objects.filter(pk__in=[i.pk for i in items]).update(evidence_hash=None)
     return items
 

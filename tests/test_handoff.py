@@ -1,8 +1,8 @@
-"""Escalation is a hand-off to a second person (issue 14).
+"""Escalation is a hand-off to a second person.
 
 Nobody who decided in an item's chain of escalations, and nobody who abandoned an item before
 it was moved, may lease or decide the escalation: the claim passes it over for them, and the
-database refuses a lease or a decision by them (migration 0015), tested here with raw SQL.
+database refuses a lease or a decision by them (its hand-off triggers), tested here with raw SQL.
 """
 
 from __future__ import annotations

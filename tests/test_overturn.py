@@ -140,7 +140,8 @@ def _revoked_behind_djangos_cache(user: User, revoke) -> User:
     """Revoke in the database while this user object still says it holds can_overturn.
 
     Django caches a user's permissions on the object for its lifetime (a request); the
-    service's has_perm then passes, and the insert's trigger (migration 0023) must refuse.
+    service's has_perm then passes, and the insert's trigger (decision_overturn_permission)
+    must refuse.
     """
     assert user.has_perm("queue_app.can_overturn")  # fills the cache
     revoke()

@@ -33,7 +33,7 @@ class EvidenceRuleInline(admin.TabularInline):
 
 
 class HoldReasonInline(admin.TabularInline):
-    """Why an item may wait (issue 15): the closed set a reviewer picks from when holding."""
+    """Why an item may wait: the closed set a reviewer picks from when holding."""
 
     model = HoldReason
     extra = 0
@@ -99,7 +99,7 @@ class ReasonCodeAdmin(HeldPermissionAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         # Decisions point at a code by id: renaming what it means would rewrite their history.
         # The label is the wording past decisions show, so it freezes at the first use (the
-        # database refuses the change then too: migration 0007).
+        # database refuses the change then too: reasoncode_frozen_once_used).
         if obj is not None and reason_code_in_use(obj):
             return ("queue", "verdict", "code", "label", "retired_at")
         if obj is not None:

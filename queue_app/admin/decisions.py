@@ -52,7 +52,7 @@ def reviewer_as_decided(decision: Decision) -> str:
     current = decision.reviewer.get_username()
     recorded = decision.reviewer_username
     if recorded is None:
-        # Decided before the username was recorded with decisions (migration 0007).
+        # Decided before the username was recorded with decisions.
         return f"{current} (user #{decision.reviewer_id}; name not recorded, today's shown)"
     if recorded != current:
         return f"{recorded} (user #{decision.reviewer_id}, now {current})"

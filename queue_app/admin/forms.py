@@ -88,7 +88,7 @@ class QueueForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        # Only effects on the allow-list can be picked (#20.9): a queue setting must never be
+        # Only effects on the allow-list can be picked: a queue setting must never be
         # a way to run arbitrary code in the apply worker. A row naming a registered dotted
         # path (written before names existed) keeps its value selectable.
         names = effects.allowed_names()

@@ -32,9 +32,9 @@ def _one_line(text: str) -> str:
 class ReviewItemAdmin(BlindQAAdmin, ReadOnlyAdmin):
     blind_item_path = "id"
 
-    # Read at 1366 px (issue 19): subjects and queue names on one line, cut with an ellipsis
-    # and whole on hover; dates never wrap (admin.css). The nav sidebar is left off this one
-    # list so the dates fit beside the filters.
+    # Read at 1366 px, a common laptop width: subjects and queue names on one line, cut with an
+    # ellipsis and whole on hover; dates never wrap (admin.css). The nav sidebar is left off this
+    # one list so the dates fit beside the filters.
     list_display = (
         "id",
         "subject_line",
@@ -101,7 +101,7 @@ class ReviewItemAdmin(BlindQAAdmin, ReadOnlyAdmin):
         by_key = queryset.filter(idempotency_key=term)
         if by_key.exists():
             return by_key, False
-        # A subject key (issue 15) likewise, on item_subject_key: all of one customer's items.
+        # A subject key likewise, on item_subject_key: all of one customer's items.
         by_subject = queryset.filter(subject_key=term)
         if by_subject.exists():
             return by_subject, False

@@ -58,9 +58,9 @@ def _name(user: Any) -> str:
 
 
 def _author(decision: Decision) -> str:
-    """Who decided, as they were named then (migration 0007 on), with their id and today's name.
+    """Who decided, as they were named then, with their id and today's name.
 
-    Decisions from before 0007 have no recorded name: today's is shown, and says so.
+    Decisions from before names were recorded have none: today's is shown, and says so.
     """
     user = decision.reviewer
     current = user.get_username()
@@ -237,7 +237,7 @@ def pretty_json(value: Any, indent: int = 0) -> str:
     return exact_dumps(value)
 
 
-# -- holds and deadlines (issue 15) ---------------------------------------------------------------
+# -- holds and deadlines --------------------------------------------------------------------------
 
 
 def _moment(text: Any) -> str:

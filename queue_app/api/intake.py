@@ -131,7 +131,7 @@ def list_items(
 ) -> dict[str, Any]:
     """List the items of one subject_key (the customer, account or merchant), newest first.
 
-    Items in queues this client is not granted are left out, never counted (issue 15): the
+    Items in queues this client is not granted are left out, never counted: the
     same access rule as every other endpoint, applied in the one query.
     """
     client = client_of(request)

@@ -50,7 +50,7 @@ def decision_out(
         "evidence_hash": decision.evidence_hash,
         "note": decision.note,
         # As recorded with the decision (a later rename does not change it); today's name for
-        # decisions recorded before that (migration 0007).
+        # decisions recorded before names were.
         "reviewer": decision.reviewer_username or reviewer.get_username(),
         "lease_token": decision.lease_token,
         "supersedes": decision.supersedes_id,
@@ -158,7 +158,7 @@ def leased_out(item: ReviewItem) -> dict[str, Any]:
 
 
 def subject_item_out(row: dict[str, Any], now: Any) -> dict[str, Any]:
-    """Render one row of services.subject_history for GET /items?subject_key= (issue 15)."""
+    """Render one row of services.subject_history for GET /items?subject_key=."""
     return {
         "id": row["id"],
         "queue": row["queue_slug"],

@@ -200,7 +200,7 @@ ItemId = bounded_int(*ITEM_ID, strict=False)  # a path parameter
 Priority = bounded_int(*PRIORITY)
 BatchSize = bounded_int(*BATCH_SIZE)
 LeaseSeconds = bounded_int(*LEASE_SECONDS)
-# Deadlines and subjects (issue 15).
+# Deadlines and subjects.
 SLA_SECONDS = (1, 5 * 365 * 24 * 3600)
 SlaSeconds = bounded_int(*SLA_SECONDS)
 SubjectKey = text(1, 200)
@@ -287,7 +287,7 @@ class DecisionOut(Schema):
 # What an item's payload reads back as: the object stored, or, for a row written around intake
 # so deeply nested that it cannot be read as JSON here, its stored text (jsonutil.ExactDecoder),
 # which its evidence_hash covers as it is; a worker can still decide or release it. A non-object
-# payload written with SQL before migration 0016 made the database refuse one reads back as the
+# payload written with SQL before item_payload_is_object refused one reads back as the
 # value it is, rather than failing the whole response.
 StoredPayload = Annotated[
     dict[str, Any] | list[Any] | str | int | Decimal | bool | None,
@@ -299,7 +299,7 @@ StoredPayload = Annotated[
 
 
 class ArrivedByOut(Schema):
-    """How an escalation item reached its queue (issue 14's hand-off)."""
+    """How an escalation item reached its queue (the hand-off)."""
 
     kind: Literal["decision", "abandoned"] = Field(
         description="`decision`: an escalate verdict on `from_item_id` opened this item; "
@@ -460,7 +460,7 @@ class HoldOut(Schema):
     )
 
 
-# -- the subject's items (issue 15) ----------------------------------------------------------------
+# -- the subject's items ---------------------------------------------------------------------------
 
 
 class SubjectItemOut(Schema):

@@ -1,4 +1,4 @@
-"""The console's deadlines, holds and subject history (issue 15).
+"""The console's deadlines, holds and subject history.
 
 Kept apart from views.py: the item page and home page call in here for their extra context,
 and the hold form posts to item_hold. Same manners as views.py: fetch with permission,
@@ -94,8 +94,9 @@ def item_page_extras(
     now: datetime,
     hold_reasons: list[HoldReason],
 ) -> dict[str, Any]:
-    """Everything the item page shows for issue 15, in one dict for its context; hold_reasons
-    are the queue's active ones (services/item_page.py read them with the page's other rows)."""
+    """Everything the item page shows of deadlines and holds, in one dict for its context;
+    hold_reasons are the queue's active ones (services/item_page.py read them with the page's
+    other rows)."""
     extras = deadline_context(item, now)
     extras["subject_items"] = subject_history(
         subject_key=item.subject_key, user=request.user, exclude_id=item.pk

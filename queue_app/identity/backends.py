@@ -20,7 +20,7 @@ def signed_in_user(user_id: Any) -> Any:
     What the backends' get_user does on every signed-in request. The session's own read
     brought the user along when its row names this one (identity/sessions.py); otherwise one
     prepared statement reads it (sql.USER_ROW), without compiling an ORM query each time
-    (bench/NOTES.md, B8). The row and the instance are the same as the ORM's.
+    (B8, docs/performance.md). The row and the instance are the same as the ORM's.
     """
     found, user = user_read_with_session(user_id)
     if found:

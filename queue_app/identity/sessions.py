@@ -2,7 +2,7 @@
 
 Every signed-in request loads its session, then the user the session names, before anything
 else happens: two statements, and on the reviewer's cycle a measurable share of its client and
-server CPU (bench/NOTES.md, B8). The sessions live in queue_app.ReviewSession, Django's session
+server CPU (B8, docs/performance.md). The sessions live in queue_app.ReviewSession, Django's session
 row with the user's id beside the data, so one prepared statement (sql.SESSION_WITH_USER)
 reads the session and joins its user. AuthenticationMiddleware below hands that user to the
 backends' get_user (identity/backends.signed_in_user) for the one request that read it; Django's

@@ -1,4 +1,4 @@
-"""Deadline and hold figures for /ops/, /metrics and doctor (issue 15).
+"""Deadline and hold figures for /ops/, /metrics and doctor.
 
 Two aggregate statements (ops/sql.py SLA_OPEN, SLA_DECISIONS) answer for every queue at once.
 Time-to-deadline at decision is "how much time was left when the verdict came": p50 and p90

@@ -286,7 +286,7 @@ def run_checks(thresholds: Thresholds | None = None) -> list[CheckResult]:
 
 
 def check_sla_breach(t: Thresholds) -> CheckResult:
-    """SLA_BREACH: no open item is past its deadline (issue 15; items on hold are paused, and
+    """SLA_BREACH: no open item is past its deadline (items on hold are paused, and
     an item awaiting its check is open until the check confirms it)."""
     breached = [
         {

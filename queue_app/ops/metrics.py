@@ -134,12 +134,12 @@ def exposition(*, accept: str = "", snapshot: OpsSnapshot | None = None) -> tupl
     encoder, content_type = choose_encoder(accept)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SnapshotCollector(snapshot or read_snapshot(blocked=False)))
-    registry.register(SlaCollector(read_sla()))  # deadlines and holds (issue 15)
+    registry.register(SlaCollector(read_sla()))  # deadlines and holds
     # Second-person lanes: backlogs, ages, return rate, QA agreement and kappa per queue.
     from queue_app.ops.lanes import LaneCollector, read_lane_figures
 
     registry.register(LaneCollector(read_lane_figures()))
-    # The sealed log: what waits for the sealer (issue 17). From the primary, as doctor reads
+    # The sealed log: what waits for the sealer. From the primary, as doctor reads
     # it: the lists are short, and a lagging replica would show entries sealed since as waiting
     # (its age grows with the lag), an alarm about the sealer that is really about the replica.
     [backlog] = fetch_dicts(sql.SEALING_BACKLOG, {})
@@ -178,7 +178,7 @@ class SealingCollector(Collector):
 
 
 class SlaCollector(Collector):
-    """Deadline and hold gauges per queue (issue 15; queue_app/ops/clocks.py)."""
+    """Deadline and hold gauges per queue (queue_app/ops/clocks.py)."""
 
     def __init__(self, figures: list[SlaFigures]) -> None:
         self.figures = figures

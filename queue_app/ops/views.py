@@ -113,7 +113,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     # Aggregates over many rows that tolerate seconds of lag: the replica's, if there is one.
     with replica_reads():
         snapshot: OpsSnapshot = read_snapshot()
-        sla = read_sla()  # deadlines and holds (issue 15)
+        sla = read_sla()  # deadlines and holds
     context = {
         **admin.site.each_context(request),
         "is_nav_sidebar_enabled": False,

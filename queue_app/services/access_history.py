@@ -199,7 +199,7 @@ def _change(event: Any) -> str:
             for field, (before, after) in sorted(event.pgh_diff.items())
         )
     data = {k: v for k, v in (event.pgh_data or {}).items() if k != "id"}
-    # "baseline": the values a row had when migration 0018 began tracking it.
+    # "baseline": the values a row had when the history began tracking it.
     if event.pgh_label in ("created", "deleted", "baseline"):
         return ", ".join(f"{k}={_plain(v)}" for k, v in sorted(data.items()))
     return ""

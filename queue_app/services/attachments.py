@@ -36,8 +36,8 @@ def put_attachment(*, item_id: int, actor: User, name: str, data: bytes) -> Revi
     with transaction.atomic():
         guard_timeouts()
         # The row lock orders this against a concurrent fenced close, as for the payload: a
-        # close that commits first leaves 'decided' (refused here, and by the trigger of
-        # migration 0014); a put that commits first changes the hash the close compares.
+        # close that commits first leaves 'decided' (refused here, and by the trigger
+        # item_attachments_frozen); a put that commits first changes the hash the close compares.
         item = ReviewItem.objects.select_for_update().filter(pk=item_id).first()
         if item is None:
             raise ItemNotFound()

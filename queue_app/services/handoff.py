@@ -4,7 +4,8 @@ An escalated item is a hand-off to a second person. It says who sent it on, when
 reason and note) and from which item and decision; the original says where it went. Nobody who
 decided earlier in the chain, and nobody who abandoned the item before it was moved, may lease
 or decide it: the claim passes it over for them (sql._CLAIM) and the database refuses it
-(migration 0015). The functions here read what the console, the admin and the API show.
+(the reviewitem_handoff_guard and decision_handoff triggers). The functions here read what
+the console, the admin and the API show.
 """
 
 from __future__ import annotations
@@ -125,5 +126,5 @@ def handoff_refusal(*, item: ReviewItem, user: User) -> str | None:
 
 
 def is_handoff_violation(exc: BaseException) -> bool:
-    """Whether a database error is migration 0015's refusal of an excluded reviewer."""
+    """Whether a database error is the hand-off triggers' refusal of an excluded reviewer."""
     return "hand-off:" in str(exc)

@@ -1,8 +1,8 @@
 """The rows the console's item page shows besides the item, read in one round trip.
 
-The page used to run one ORM query for each (decisions, reason codes, evidence rules, hold
-reasons): four round trips, and Django compiling four querysets per page view, which cost more
-client CPU than rendering the page (bench/NOTES.md, B8). Here the statements of queue_app.sql
+One ORM query for each (decisions, reason codes, evidence rules, hold reasons) would be four
+round trips, and Django compiling four querysets per page view, which cost more client CPU
+than rendering the page (B8, docs/performance.md). Here the statements of queue_app.sql
 go to the server together (managers.run_together), bound on the server and prepared after a
 few runs, and come back as model instances with their related rows attached, so the template
 and the helpers it calls (warnings_for, the hold form) read them without another query.

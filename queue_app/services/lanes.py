@@ -2,7 +2,7 @@
 
 One claim for every lane (sql_lanes.CLAIM_LANE_TASK, parametrised by kind), one fence for every
 finish (sql_lanes._FINISH). The database refuses a maker checking their own decision and a
-reviewer QA-ing their own (migration 0011); the checks here only say it in words first.
+reviewer QA-ing their own (queue_app_lane_barred); the checks here only say it in words first.
 """
 
 from __future__ import annotations
@@ -290,7 +290,7 @@ def _finish(
 def _word_outcome_refusal(exc: IntegrityError) -> None:
     """Raise the named error for a refusal of the lane outcome's rules, if it is one.
 
-    The outcome's insert trigger and check constraints (migration 0011) are the rules; this
+    The outcome's insert trigger and check constraints are the rules; this
     only words their refusals: a barred second person, a QA reason that is not one of the
     queue's active reasons for the verdict, a return or QA review missing what it must say.
     """

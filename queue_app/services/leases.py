@@ -254,7 +254,7 @@ def explain_stale_lease(*, item_id: int, user: User) -> StaleLease:
             message, what = f"{other} is reviewing this item; it is not yours to decide.", "held"
         return StaleLease(f"{message} {NOTHING_RECORDED}", what)
     if item.state == ItemState.HELD:
-        # Issue 15: put on hold by its holder (perhaps this user in another tab).
+        # Put on hold by its holder (perhaps this user in another tab).
         return StaleLease(
             f"This item is on hold until {local_text(item.hold_until)}; it comes back to the "
             f"queue then. {NOTHING_RECORDED}",

@@ -103,7 +103,7 @@ def test_v_reveals_the_next_veiled_image_and_records_it(
 def test_ops_updates_in_place_only_while_not_paused(page: Page, live_server, root, queue):
     browser_login(page, live_server, "root")
     page.goto(f"{live_server.url}/ops/")
-    enrol_second_factor(page)  # staff prove a second factor before /ops/ (issue 16)
+    enrol_second_factor(page)  # staff prove a second factor before /ops/
     page.clock.install()
     page.goto(f"{live_server.url}/ops/")
     assert page.locator('meta[http-equiv="refresh"]').count() == 0

@@ -68,7 +68,7 @@ def test_a_supervisor_overturns_a_decision_from_the_item_history(
     page.fill("#id_username", "casey")
     page.fill("#id_password", "pw-casey")
     page.click("input[type=submit]")
-    enrol_second_factor(page)  # staff prove a second factor before the admin (issue 16)
+    enrol_second_factor(page)  # staff prove a second factor before the admin
 
     page.get_by_role("link", name="Review items").click()
     page.fill("#searchbar", "Amara")

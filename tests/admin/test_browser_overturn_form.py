@@ -19,7 +19,7 @@ def _admin_login(page: Page, live_server) -> None:
     page.fill("#id_username", "casey")
     page.fill("#id_password", "pw-casey")
     page.click("input[type=submit]")
-    enrol_second_factor(page)  # staff prove a second factor before the admin (issue 16)
+    enrol_second_factor(page)  # staff prove a second factor before the admin
     page.wait_for_url(f"{live_server.url}/admin/")
 
 

@@ -30,7 +30,7 @@ def _queue_form(**fields) -> dict:
         # The evidence-rule inline's management form (no rules).
         "evidence_rules-TOTAL_FORMS": "0",
         "evidence_rules-INITIAL_FORMS": "0",
-        # Deadlines and holds (issue 15): no default SLA, and the hold-reason inline (none).
+        # Deadlines and holds: no default SLA, and the hold-reason inline (none).
         "default_sla": "",
         "sla_warning": "04:00:00",
         "max_hold": "7 00:00:00",

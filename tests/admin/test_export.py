@@ -18,7 +18,7 @@ from queue_app.models import AppliedDecision, ChainEntry, Decision, DecisionStor
 from queue_app.services import claim_next, create_item, overturn_decision, submit_decision
 from tests.admin.conftest import client_for, decide
 from tests.conftest import make_items, make_queue, shown_hash
-from tests.test_database_rules import insert_pre_0007_decision
+from tests.test_database_rules import insert_unnamed_decision
 
 pytestmark = pytest.mark.django_db
 
@@ -286,7 +286,7 @@ def test_the_timeline_names_the_reviewer_as_they_were_and_who_they_are_now(
 
 def test_a_decision_from_before_the_snapshot_is_exported_under_todays_name(queue, alice, tmp_path):
     (item,) = make_items(queue, 1)
-    insert_pre_0007_decision(item, alice)
+    insert_unnamed_decision(item, alice)
     _rename(alice, "alice.renamed")
     (row,) = [json.loads(line) for line in _export(tmp_path).splitlines()]
     assert (row["reviewer"], row["reviewer_id"]) == ("alice.renamed", alice.pk)

@@ -1,4 +1,4 @@
-"""The item's admin page shows the escalation hand-off both ways (issue 14)."""
+"""The item's admin page shows the escalation hand-off both ways."""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ def test_an_unknown_path_and_a_wrong_method_answer_in_the_error_shape(api):
     assert (missing.status, missing.body["error"]["code"]) == (404, "not_found")
     wrong = api.send("DELETE", "/items")
     assert (wrong.status, wrong.body["error"]["code"]) == (405, "method_not_allowed")
-    # POST /items, and GET /items?subject_key= (issue 15); ninja names them in either order
+    # POST /items, and GET /items?subject_key=; ninja names them in either order
     assert set(wrong.headers["Allow"].split(", ")) == {"POST", "GET"}
 
 

@@ -1,4 +1,4 @@
-"""GET /api/v1/items/{id} shows the escalation hand-off both ways (issue 14)."""
+"""GET /api/v1/items/{id} shows the escalation hand-off both ways."""
 
 from __future__ import annotations
 

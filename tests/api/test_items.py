@@ -263,7 +263,7 @@ def test_the_database_refuses_a_payload_that_is_not_an_object(api, queue):
 def test_an_old_row_with_a_non_object_payload_is_served_not_a_500(api, queue, value):
     item_id = api.post("/items", intake_body()).body["id"]
     with connection.cursor() as cursor:
-        # A row written before migration 0016's check: the test drops it inside its own
+        # A row written before item_payload_is_object existed: the test drops it inside its own
         # transaction (DDL rolls back with the test) to plant one.
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute("ALTER TABLE queue_app_reviewitem DROP CONSTRAINT item_payload_is_object")

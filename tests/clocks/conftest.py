@@ -1,3 +1,3 @@
-"""The API's caller fixtures, for the API tests of issue 15 that live here."""
+"""The API's caller fixtures, for the deadline and subject API tests that live here."""
 
 from tests.api.conftest import api, robot_client  # noqa: F401

@@ -1,4 +1,4 @@
-"""Shared setup for the deadline, hold and subject tests (issue 15)."""
+"""Shared setup for the deadline, hold and subject tests."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The API's deadlines and subject list (issue 15): clear 422s, due_at and breached, no leaks."""
+"""The API's deadlines and subject list: clear 422s, due_at and breached, no leaks."""
 
 from __future__ import annotations
 

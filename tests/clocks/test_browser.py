@@ -1,4 +1,4 @@
-"""Putting an item on hold in a real browser, and seeing it come back (issue 15)."""
+"""Putting an item on hold in a real browser, and seeing it come back."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The console's deadlines, hold form and subject history (issue 15)."""
+"""The console's deadlines, hold form and subject history."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Deadlines and holds on /ops/, /metrics and doctor (issue 15)."""
+"""Deadlines and holds on /ops/, /metrics and doctor."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""seed_demo shows issue 15: deadlines, hold reasons, and customers with items in both queues."""
+"""seed_demo shows deadlines, hold reasons, and customers with items in both queues."""
 
 from __future__ import annotations
 

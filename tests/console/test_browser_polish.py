@@ -1,5 +1,6 @@
-"""Issue 19 in a real browser: no preselected reject reason, evidence warnings, release skip,
-a refusal that names a release, and info messages that do not wear the success tick."""
+"""The item page's polish in a real browser: no preselected reject reason, evidence
+warnings, release skip, a refusal that names a release, and info messages that do not wear the
+success tick."""
 
 from __future__ import annotations
 

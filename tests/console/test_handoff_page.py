@@ -1,4 +1,4 @@
-"""The escalated item's page: who escalated it, when, why, and links both ways (issue 14)."""
+"""The escalated item's page: who escalated it, when, why, and links both ways."""
 
 from __future__ import annotations
 

@@ -86,7 +86,7 @@ def test_its_query_count_does_not_grow_with_queues_or_items(
         make_items(extra, 3)
         claim_next(queue=extra, reviewer=alice)
     assert queries() == before
-    # Five for the queues and leases, one grouped count for the deadline columns (issue 15),
+    # Five for the queues and leases, one grouped count for the deadline columns,
     # one for the second-person lanes (LANES_FOR_USER).
     assert before <= 7
 

@@ -132,13 +132,13 @@ def test_earlier_decisions_name_the_reviewer_as_they_were_when_deciding(alice_cl
 def test_a_decision_from_before_names_were_recorded_shows_its_reviewers_name_today(
     alice_client, bob, queue
 ):
-    # A row written before migration 0007 has no reviewer_username: the page names the
+    # A row written before names were recorded has no reviewer_username: the page names the
     # reviewer from the users table, in the decisions' own statement (sql.ITEM_DECISIONS).
-    from tests.test_database_rules import insert_pre_0007_decision
+    from tests.test_database_rules import insert_unnamed_decision
 
     (item,) = make_items(queue, 1)
     ReviewItem.objects.filter(pk=item.pk).update(state="decided", decided_at=timezone.now())
-    insert_pre_0007_decision(item, bob)
+    insert_unnamed_decision(item, bob)
     bob.username = "bob.today"
     bob.save()
     with CaptureQueriesContext(connection) as ctx:

@@ -252,7 +252,7 @@ def test_the_queue_admin_page_links_to_its_access_history(root_client, queue):
     assert 'href="/admin/access-history/?queue=kyc"' in page
 
 
-# Settings and rules added after the history was first written (migration 0018): queue
+# Settings and rules tracked after the first ones: queue
 # sensitivity, deadlines, holds and QA sampling; maker-checker policies; hold reasons.
 
 

@@ -1,5 +1,5 @@
 """Second-person outcomes in the sealed log: sealed with the decisions, verified with them, and
-anchored by the same checkpoint (migration 0020).
+anchored by the same checkpoint.
 
 The attacks are carried out for real, with the append-only triggers switched off the way an
 owner of the database could.

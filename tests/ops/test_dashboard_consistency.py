@@ -19,7 +19,9 @@ from tests.ops.test_dashboard import summary_cell
 
 pytestmark = pytest.mark.django_db
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+REPO = Path(__file__).resolve().parents[2]
+# Where /ops/ is documented for the people who read it.
+OPERATOR_GUIDE = REPO / "docs" / "operator-guide.md"
 # The one name, as a person reads it (the field is max_in_flight).
 NAME = "max in flight"
 
@@ -63,11 +65,15 @@ def test_the_in_flight_limit_has_one_name_everywhere(client, operator, reviewers
         "/ops/": client.get(reverse("ops:dashboard")).content.decode(),
         "/metrics": client.get("/metrics").content.decode(),
         "doctor": next(r.summary for r in run_checks() if r.name == "LEASE_LEAK"),
-        "README": README.read_text(),
+        "operator guide": OPERATOR_GUIDE.read_text(),
     }
     for where, text in pages.items():
         assert "ceiling" not in text.lower(), where
         assert NAME in text.lower(), where
+    # Nor does any other guide a person reads to use it.
+    guides = ["README.md", "docs/reviewer-guide.md", "docs/deployment.md", "docs/api.md"]
+    for document in guides:
+        assert "ceiling" not in (REPO / document).read_text().lower(), document
     # The admin's label and help text, under it.
     field = Queue._meta.get_field("max_in_flight")
     assert field.verbose_name == NAME

@@ -75,9 +75,9 @@ def test_it_passes_every_check_on_a_healthy_database(queue, alice, bob, capsys):
         "UNAPPLIED",
         "BLOCKED_EFFECTS",
         "BLOAT",
-        "SLA_BREACH",  # issue 15
-        "LANE_BACKLOG",  # issue 14
-        "UNSEALED",  # issue 17
+        "SLA_BREACH",
+        "LANE_BACKLOG",
+        "UNSEALED",
     ):
         assert f"ok   {name}" in out
     assert "All 10 checks passed." in out

@@ -107,8 +107,8 @@ def test_it_costs_the_same_few_queries_whatever_the_number_of_queues(client, que
         client.get("/metrics")
 
     # Seven for the queue figures, three for the deadline and hold gauges (queues, SLA_OPEN,
-    # SLA_DECISIONS; issue 15), three for the second-person lanes (ops/lanes.py), one for the
-    # sealer's backlog (issue 17).
+    # SLA_DECISIONS), three for the second-person lanes (ops/lanes.py), one for the
+    # sealer's backlog.
     assert len(many) == len(few) == 14
 
 

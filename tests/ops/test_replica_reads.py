@@ -48,7 +48,7 @@ for alias, seen in ran.items():
     )
 client = Client()
 client.force_login(User.objects.get(username="olga"))
-# Staff prove a second factor before /ops/ (issue 16): this session has.
+# Staff prove a second factor before /ops/: this session has.
 session = client.session
 session[DEVICE_ID_SESSION_KEY] = TOTPDevice.objects.create(
     user=User.objects.get(username="olga"), name="phone", confirmed=True

@@ -127,7 +127,7 @@ def _access_rows() -> dict[str, int]:
 @pytest.fixture
 def world(queue, alice, bob, stranger, viewer, root) -> World:
     make_items(queue, 5)
-    # Issue 15: hold reasons for the hold form, and a subject for GET /items?subject_key=.
+    # Hold reasons for the hold form, and a subject for GET /items?subject_key=.
     from tests.clocks.helpers import add_hold_reasons
 
     add_hold_reasons(queue)

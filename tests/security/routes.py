@@ -141,7 +141,7 @@ def _path_for(route: Route, world: World) -> str:
         kwargs["kind"] = "check"
     if "app_label" in resolver_kwargs:
         kwargs["app_label"] = "queue_app"
-    if route.key == "api:list_items":  # issue 15: a subject with items in kyc
+    if route.key == "api:list_items":  # a subject with items in kyc
         return reverse(route.name) + "?subject_key=cust-matrix"
     return reverse(route.name, kwargs=kwargs)
 
@@ -159,7 +159,7 @@ def _form_for(key: str, world: World) -> dict[str, str]:
         return {k: str(v) for k, v in body.items()}
     if key in ("item-release", "item-renew"):
         return {"lease_token": str(world.held.lease_token)}
-    if key == "item-hold":  # issue 15: alice's lease, a kyc hold reason, back in an hour
+    if key == "item-hold":  # alice's lease, a kyc hold reason, back in an hour
         until = timezone.localtime(timezone.now() + timedelta(hours=1))
         return {
             "lease_token": str(world.held.lease_token),

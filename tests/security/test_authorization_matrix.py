@@ -100,7 +100,7 @@ EXPECTED: list[tuple[str, dict[str, str]]] = [
     ("api:replace_evidence", row("401", "401", "401", "401", "401", "200+write", "403")),
     ("api:get_item", row("401", "401", "401", "401", "401", "200", "403")),
     ("api:put_attachment", row("401", "401", "401", "401", "401", "200+write", "403")),
-    # Issue 15: a subject's items, only in the client's own queues (tests/clocks/test_api.py).
+    # A subject's items, only in the client's own queues (tests/clocks/test_api.py).
     ("api:list_items", row("401", "401", "401", "401", "401", "200", "403")),
     ("api:lease_batch", row("401", "401", "401", "401", "401", "200+write", "403")),
     ("api:decide", row("401", "401", "401", "401", "401", "201+write", "403")),
@@ -148,7 +148,7 @@ EXPECTED: list[tuple[str, dict[str, str]]] = [
     # My work shows each signed-in person their own decisions only: nothing to refuse.
     ("my-work", row(LOGIN, "200", "200", "200", "200")),
     ("item-attachment-reveal", row(LOGIN, "404", "302+write", "404", "302+write")),
-    # Issue 15: putting alice's item on hold is fenced by her token like release.
+    # Putting alice's item on hold is fenced by her token like release.
     ("item-hold", row(LOGIN, "404", "302+write", "404", "302")),
     # -- second-person lanes (alice holds a check of bob's decision) ------------------------------
     # Next check: alice renews her lease; another queue's reviewer and the viewer have no

@@ -125,7 +125,7 @@ def test_the_admin_forms_work_under_the_policy(visitor: Visitor, world: World, r
 
     def overturn(page: Page) -> None:
         page.check("input[name=corrected_verdict][value=reject]")
-        page.select_option("select[name=reason_code]", index=1)  # none is preselected (#19.5)
+        page.select_option("select[name=reason_code]", index=1)  # none is preselected
         page.fill("textarea[name=note]", "second look")
         page.click("input[name=_overturn]")
         page.wait_for_selector(".messagelist .success")

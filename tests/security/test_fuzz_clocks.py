@@ -1,5 +1,5 @@
-"""Hostile input to issue 15's routes: the hold form, intake's deadline fields and the subject
-list. Never a 5xx, never a partial write, always words a person can act on."""
+"""Hostile input to the deadline and hold routes: the hold form, intake's deadline fields and
+the subject list. Never a 5xx, never a partial write, always words a person can act on."""
 
 from __future__ import annotations
 

@@ -65,7 +65,8 @@ def test_within_a_minute_of_the_last_push_a_page_writes_no_session(alice_client:
 
 
 def test_the_lease_heartbeat_counts_as_activity(alice_client: Client, alice, queue):
-    # A reviewer reading long evidence in a visible tab stays signed in (README, "Security").
+    # A reviewer reading long evidence in a visible tab stays signed in (docs/deployment.md,
+    # "Security").
     make_items(queue, 1)
     item = claim_next(queue=queue, reviewer=alice)
     _last_extended(alice_client, ago=timedelta(minutes=29))

@@ -2,7 +2,7 @@
 
 A NOTIFY inside the decision's transaction would make PostgreSQL hold its cluster-wide notify
 lock from that commit until the commit's WAL flush, so decisions in every queue would commit
-one at a time (migration 0019; B7 in bench/RESULTS.md measured it). The wake-up follows the
+one at a time (B7 in bench/RESULTS.md measures it). The wake-up follows the
 COMMIT in the decision's last round trip (managers.run_together's after_commit). These tests
 listen on a connection of their own, with real commits.
 """

@@ -12,7 +12,7 @@ from queue_app.services.evidence_backfill import backfill_evidence_hashes
 class Command(BaseCommand):
     help = (
         "Store the evidence hash of every open item (pending, leased or on hold) that has none: "
-        "items from before migration 0024, and those whose payload jsonb does not store "
+        "items from before hashes were stored, and those whose payload jsonb does not store "
         "exactly as sent. Such items decide in two statements instead of one. Safe while the "
         "console runs: a row that changes while it is hashed is skipped. Batches commit on "
         "their own; run it again to pick up what was skipped."

@@ -155,7 +155,7 @@ RAILS = [
 ]
 
 
-# Why an item may wait, per queue (issue 15): the closed set the hold form offers.
+# Why an item may wait, per queue: the closed set the hold form offers.
 HOLD_REASONS = {
     "kyc": [
         ("awaiting_documents", "Awaiting documents from the customer"),
@@ -169,7 +169,7 @@ HOLD_REASONS = {
 }
 
 
-# Second-person controls (issue 14) in the reconciliation queue: writing off a variance of
+# Second-person controls in the reconciliation queue: writing off a variance of
 # 10,000.00 or more needs a checker, and a share of effective decisions is drawn for blind QA.
 CHECK_THRESHOLD = Decimal("10000.00")
 # High for a demo: the draw is random (queue_app.lanes.qa_draw) and bob decides until a QA

@@ -1,7 +1,7 @@
-"""Take docs/item-deadline-subject.png (issue 15) at 1366 px; not a test.
+"""Take docs/item-deadline-subject.png at 1366 px; not a test.
 
 Not collected by the suite (no test_ prefix). Run it on purpose:
-    .venv/bin/python -m pytest tests/clocks/issue15_screens.py -p no:cacheprovider -q
+    .venv/bin/python -m pytest tests/clocks/item_deadline_screens.py -p no:cacheprovider -q
 An item page whose lease status box carries the deadline and whose customer has history in two
 queues the reviewer works (and one she does not, which the page leaves out).
 """
@@ -40,7 +40,7 @@ def _decide(queue, who, it, verdict, reason):
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_take_issue15_screenshot(live_server, page):
+def test_take_item_deadline_screenshot(live_server, page):
     group = Group.objects.create(name="Reviewers")
     escalation = make_queue("escalation", group=group)
     kyc = make_queue("kyc", group=group, escalation_queue=escalation)

@@ -1,7 +1,7 @@
-"""Take the issue 18 screenshots (an item with a blurred image, My work) at 1366 px; not a test.
+"""Take the screenshots of an item with a blurred image and of My work at 1366 px; not a test.
 
 Not collected by the suite (no test_ prefix). Run it on purpose:
-    .venv/bin/python -m pytest tests/issue18_screens.py -p no:cacheprovider -q
+    .venv/bin/python -m pytest tests/item_image_and_my_work_screens.py -p no:cacheprovider -q
 It writes docs/item-blurred-image.png and docs/my-work.png.
 """
 
@@ -84,7 +84,7 @@ def _decide(queue, reviewer, verdict, reason, seconds) -> None:
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_take_issue18_screenshots(live_server, page):
+def test_take_blurred_image_and_my_work_screenshots(live_server, page):
     from queue_app.services import create_item
 
     group = Group.objects.create(name="Reviewers")

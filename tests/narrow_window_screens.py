@@ -1,9 +1,10 @@
-"""Take the issue 19 screenshots (item page, /ops/, admin item list) at 1366 px; not a test.
+"""Screenshot the item page, /ops/ and the admin item list at 1366 px; not a test.
 
-Not collected by the suite (no test_ prefix). Run it on purpose, naming the variant:
-    SCREENS=after .venv/bin/python -m pytest tests/issue19_screens.py -p no:cacheprovider -q
-It writes docs/issue19-{item,ops,admin-list}-<variant>.png from the same demo traffic as the
-/ops/ browser test, so before and after show the same data.
+Not collected by the suite (no test_ prefix). Run it on purpose before and after a change to
+how these pages lay out, naming the variant:
+    SCREENS=after .venv/bin/python -m pytest tests/narrow_window_screens.py -p no:cacheprovider -q
+It writes test-artifacts/1366-{item,ops,admin-list}-<variant>.png from the same demo traffic as
+the /ops/ browser test, so two variants show the same data.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from django.test import Client
 from queue_app.models import ReviewItem
 from tests.ops.test_dashboard_browser import make_demo_traffic
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
 
 def _log_in(page, live_server, username: str) -> None:
@@ -32,12 +33,13 @@ def _log_in(page, live_server, username: str) -> None:
 
 def _shoot(page, name: str, *, full_page: bool = True) -> None:
     variant = os.environ.get("SCREENS", "after")
-    page.screenshot(path=str(DOCS / f"issue19-{name}-{variant}.png"), full_page=full_page)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"1366-{name}-{variant}.png"), full_page=full_page)
 
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_take_issue19_screenshots(live_server, page):
+def test_take_narrow_window_screenshots(live_server, page):
     make_demo_traffic()
     page.set_viewport_size({"width": 1366, "height": 900})
 
