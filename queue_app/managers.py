@@ -19,7 +19,12 @@ from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections,
 from django.db.models.base import DEFERRED
 from pghistory.runtime import _inject_history_context  # off the pipeline, see below
 
-from queue_app import sql
+from queue_app.db.statements import access as access_sql
+from queue_app.db.statements import decisions as decisions_sql
+from queue_app.db.statements import holds as holds_sql
+from queue_app.db.statements import items as items_sql
+from queue_app.db.statements import leases as leases_sql
+from queue_app.db.statements import outbox as outbox_sql
 
 if TYPE_CHECKING:
     from queue_app.models import Decision, ReviewItem
@@ -55,7 +60,7 @@ def set_local_timeouts(*, lock_timeout_ms: int, statement_timeout_ms: int) -> No
     """Bound lock waits and statement time for the rest of the current transaction."""
     with connection.cursor() as cursor:
         cursor.execute(
-            sql.SET_LOCAL_TIMEOUTS,
+            access_sql.SET_LOCAL_TIMEOUTS,
             {
                 "lock_timeout": f"{lock_timeout_ms}ms",
                 "statement_timeout": f"{statement_timeout_ms}ms",
@@ -64,14 +69,14 @@ def set_local_timeouts(*, lock_timeout_ms: int, statement_timeout_ms: int) -> No
 
 
 def wake_apply_workers() -> None:
-    """NOTIFY the apply workers that effect jobs are waiting (sql.WAKE_APPLY_WORKERS)."""
+    """NOTIFY the apply workers that effect jobs are waiting (outbox_sql.WAKE_APPLY_WORKERS)."""
     with connection.cursor() as cursor:
-        cursor.execute(sql.WAKE_APPLY_WORKERS)
+        cursor.execute(outbox_sql.WAKE_APPLY_WORKERS)
 
 
 def wake_apply_workers_after_commit() -> None:
     """Wake the apply workers once the current transaction has committed, in a transaction of
-    its own (why: sql.WAKE_APPLY_WORKERS); at once outside a transaction.
+    its own (why: outbox_sql.WAKE_APPLY_WORKERS); at once outside a transaction.
 
     robust: the decision is recorded by then, so a failed wake-up is logged, never raised to
     the reviewer; the workers' poll finds the jobs within its interval.
@@ -226,7 +231,7 @@ def run_together(
     back.
 
     after_commit: statements to run once the transaction has committed, together in a
-    transaction of their own (the apply workers' wake-up, sql.WAKE_APPLY_WORKERS); the first
+    transaction of their own (the apply workers' wake-up, outbox_sql.WAKE_APPLY_WORKERS); the first
     that fails skips the rest. When the COMMIT is sent here they follow it in the same round
     trip, outside the committed transaction (after an explicit COMMIT, what comes before the
     Sync runs in an implicit transaction); otherwise they run when the atomic block commits.
@@ -423,12 +428,12 @@ _QUEUE_PREFIX = "queue__"
 
 @cache
 def _item_with_queue_statement(queue_model: type[models.Model]) -> str:
-    """sql.ITEM_WITH_QUEUE_AND_ACCESS with the queue's columns, as the model has them."""
+    """items_sql.ITEM_WITH_QUEUE_AND_ACCESS with the queue's columns, as the model has them."""
     columns = ", ".join(
         f'q."{field.column}" AS "{_QUEUE_PREFIX}{field.column}"'
         for field in queue_model._meta.concrete_fields
     )
-    return sql.ITEM_WITH_QUEUE_AND_ACCESS.format(queue_columns=columns)
+    return items_sql.ITEM_WITH_QUEUE_AND_ACCESS.format(queue_columns=columns)
 
 
 def split_result(result: Result, *, prefix: str) -> tuple[Result, Result]:
@@ -465,7 +470,7 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         lease there if they hold one, and otherwise claims the next item. Neither the renew
         nor the claim does anything for a reviewer who may not review the queue. for_page:
         the items come back with their id, trace id and lease count only, the rest deferred
-        (sql.CLAIM_NEXT_ITEM_FOR_PAGE), for a caller that opens the item's page next.
+        (leases_sql.CLAIM_NEXT_ITEM_FOR_PAGE), for a caller that opens the item's page next.
         """
         params = {
             "queue_id": queue_id,
@@ -477,13 +482,13 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
             "release_skip": release_skip,
         }
         renew, claim = (
-            (sql.RENEW_OWN_LIVE_LEASE_FOR_PAGE, sql.CLAIM_NEXT_ITEM_FOR_PAGE)
+            (leases_sql.RENEW_OWN_LIVE_LEASE_FOR_PAGE, leases_sql.CLAIM_NEXT_ITEM_FOR_PAGE)
             if for_page
-            else (sql.RENEW_OWN_LIVE_LEASE, sql.CLAIM_NEXT_ITEM)
+            else (leases_sql.RENEW_OWN_LIVE_LEASE, leases_sql.CLAIM_NEXT_ITEM)
         )
         guard, renewed, claimed = run_together(
             [
-                (sql.SET_LOCAL_TIMEOUTS_AND_LOCK_REVIEWER_QUEUE, params),
+                (access_sql.SET_LOCAL_TIMEOUTS_AND_LOCK_REVIEWER_QUEUE, params),
                 (renew, params),
                 (claim, params),
             ],
@@ -523,7 +528,10 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
             "statement_timeout": f"{statement_timeout_ms}ms",
         }
         guard, closed = run_together(
-            [(sql.SET_LOCAL_TIMEOUTS_AND_CHECK_ITEM_ACCESS, params), (sql.CLOSE_ITEM, params)]
+            [
+                (access_sql.SET_LOCAL_TIMEOUTS_AND_CHECK_ITEM_ACCESS, params),
+                (decisions_sql.CLOSE_ITEM, params),
+            ]
         )
         allowed = bool(guard[1][0][-1])
         columns, rows = closed
@@ -555,13 +563,15 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
 
     def may_review(self, *, queue_id: int, user_id: int) -> bool:
         rows = fetch_dicts(
-            sql.MAY_REVIEW_QUEUE,
+            access_sql.MAY_REVIEW_QUEUE,
             {"queue_id": queue_id, "owner_id": user_id},
         )
         return bool(rows[0]["allowed"])
 
     def may_send_evidence(self, *, queue_id: int, user_id: int) -> bool:
-        rows = fetch_dicts(sql.MAY_SEND_EVIDENCE, {"queue_id": queue_id, "owner_id": user_id})
+        rows = fetch_dicts(
+            access_sql.MAY_SEND_EVIDENCE, {"queue_id": queue_id, "owner_id": user_id}
+        )
         return bool(rows[0]["allowed"])
 
     def claim(
@@ -576,7 +586,7 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
     ) -> list[ReviewItem]:
         return fetch_instances(
             self.model,
-            sql.CLAIM_ITEMS,
+            leases_sql.CLAIM_ITEMS,
             {
                 "queue_id": queue_id,
                 "owner_id": owner_id,
@@ -591,7 +601,7 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         self, *, item_id: int, queue_id: int, lease_token: UUID, owner_id: int, ttl: timedelta
     ) -> datetime | None:
         rows = fetch_dicts(
-            sql.RENEW_LEASE,
+            leases_sql.RENEW_LEASE,
             {
                 "item_id": item_id,
                 "queue_id": queue_id,
@@ -604,7 +614,7 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
 
     def release(self, *, item_id: int, queue_id: int, lease_token: UUID, owner_id: int) -> bool:
         rows = fetch_dicts(
-            sql.RELEASE_LEASE,
+            leases_sql.RELEASE_LEASE,
             {
                 "item_id": item_id,
                 "queue_id": queue_id,
@@ -615,7 +625,7 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         return bool(rows)
 
     def escalate_abandoned(self, *, limit: int) -> list[dict[str, Any]]:
-        return fetch_dicts(sql.ESCALATE_ABANDONED, {"limit": limit})
+        return fetch_dicts(leases_sql.ESCALATE_ABANDONED, {"limit": limit})
 
     # -- holds and the subject's history (issue 15) --
 
@@ -629,7 +639,7 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         hold_until: datetime,
     ) -> dict[str, Any] | None:
         rows = fetch_dicts(
-            sql.HOLD_ITEM,
+            holds_sql.HOLD_ITEM,
             {
                 "item_id": item_id,
                 "lease_token": lease_token,
@@ -644,7 +654,7 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         self, *, item_id: int, actor_id: int | None, cause: str
     ) -> dict[str, Any] | None:
         rows = fetch_dicts(
-            sql.RESUME_HELD_ITEM, {"item_id": item_id, "actor_id": actor_id, "cause": cause}
+            holds_sql.RESUME_HELD_ITEM, {"item_id": item_id, "actor_id": actor_id, "cause": cause}
         )
         return rows[0] if rows else None
 
@@ -652,7 +662,7 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         self, *, subject_key: str, exclude_id: int, user_id: int, limit: int
     ) -> list[dict[str, Any]]:
         return fetch_dicts(
-            sql.SUBJECT_HISTORY,
+            items_sql.SUBJECT_HISTORY,
             {
                 "subject_key": subject_key,
                 "exclude_id": exclude_id,
@@ -683,12 +693,12 @@ class DecisionManager(models.Manager["Decision"]):
         """Insert a decision (commit: and end the transaction, see run_together).
 
         A reason that is not an active code of this queue and verdict fails the statement
-        (see sql.INSERT_DECISION and is_missing_reason).
+        (see decisions_sql.INSERT_DECISION and is_missing_reason).
         """
         [inserted] = run_together(
             [
                 (
-                    sql.INSERT_DECISION,
+                    decisions_sql.INSERT_DECISION,
                     {
                         "item_id": item_id,
                         "queue_id": queue_id,
@@ -707,7 +717,7 @@ class DecisionManager(models.Manager["Decision"]):
             ],
             commit=commit,
             # INSERT_DECISION queued an effect job unless the decision waits for its check.
-            after_commit=() if needs_check else [(sql.WAKE_APPLY_WORKERS, {})],
+            after_commit=() if needs_check else [(outbox_sql.WAKE_APPLY_WORKERS, {})],
         )
         return self._built(inserted)
 
@@ -727,8 +737,9 @@ class DecisionManager(models.Manager["Decision"]):
         lock_timeout_ms: int,
         statement_timeout_ms: int,
     ) -> Decision | None:
-        """The whole decide in one round trip with its COMMIT (sql.CLOSE_AND_RECORD_DECISION);
-        None when one of the statement's conditions did not hold, and nothing was written.
+        """The whole decide in one round trip with its COMMIT
+        (decisions_sql.CLOSE_AND_RECORD_DECISION); None when one of the statement's conditions
+        did not hold, and nothing was written.
 
         The wake-up of the apply workers follows the COMMIT whether an effect job was queued
         or not: which it was is known only from the result, and a wake-up that finds nothing
@@ -754,9 +765,12 @@ class DecisionManager(models.Manager["Decision"]):
             "statement_timeout": f"{statement_timeout_ms}ms",
         }
         _, recorded = run_together(
-            [(sql.SET_LOCAL_TIMEOUTS, params), (sql.CLOSE_AND_RECORD_DECISION, params)],
+            [
+                (access_sql.SET_LOCAL_TIMEOUTS, params),
+                (decisions_sql.CLOSE_AND_RECORD_DECISION, params),
+            ],
             commit=True,
-            after_commit=[(sql.WAKE_APPLY_WORKERS, {})],
+            after_commit=[(outbox_sql.WAKE_APPLY_WORKERS, {})],
         )
         if not recorded[1]:
             return None

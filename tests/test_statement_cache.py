@@ -10,24 +10,17 @@ from __future__ import annotations
 from django.db import connection
 from psycopg import _queries
 
-from queue_app import managers, sql, sql_lanes
+from queue_app import managers
+from queue_app.db import statements
+from queue_app.db.statements import leases as leases_sql
 from queue_app.services import claim_next
 from tests.conftest import make_items
-
-
-def _named_statements() -> dict[str, str]:
-    return {
-        f"{module.__name__}.{name}": value
-        for module in (sql, sql_lanes)
-        for name, value in vars(module).items()
-        if name.isupper() and isinstance(value, str)
-    }
 
 
 def test_every_named_statement_fits_the_cache_limit():
     too_long = {
         name: len(text.encode())
-        for name, text in _named_statements().items()
+        for name, text in statements.all_statements().items()
         if len(text.encode()) > managers.STATEMENT_CACHE_LIMIT
     }
     assert not too_long, f"raise STATEMENT_CACHE_LIMIT or shorten: {too_long}"
@@ -36,7 +29,7 @@ def test_every_named_statement_fits_the_cache_limit():
 
 def test_the_claim_is_longer_than_psycopgs_default_limit():
     # What the setting is for: without it this statement would miss the cache every time.
-    assert len(sql.CLAIM_NEXT_ITEM.encode()) > 4096
+    assert len(leases_sql.CLAIM_NEXT_ITEM.encode()) > 4096
 
 
 def test_a_second_claim_reuses_the_parse_of_the_first(queue, alice, bob):

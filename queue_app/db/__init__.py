@@ -1,0 +1,1 @@
+"""The database layer: every SQL statement, the runner that sends them, and the schema's rules."""
