@@ -84,7 +84,7 @@ def pgbench_script(*, queue_id: int, reason_code: str, first_user: int, users: i
         "warnings_seen": "true",
     }
     # The round trips mirror the services'. claim_next sends BEGIN, the guard, the renew, the
-    # claim and COMMIT together (managers.run_together); submit_decision sends BEGIN, the
+    # claim and COMMIT together (runner.run_together); submit_decision sends BEGIN, the
     # timeouts, the close-and-insert, COMMIT and the apply workers' wake-up together (the
     # wake-up in a transaction of its own after the COMMIT). The statements are prepared
     # (server-side binding), so pgbench runs with -M prepared. One difference: pgbench cannot
@@ -140,11 +140,11 @@ def floor_worker(
 
     import psycopg
 
+    from queue_app.db.runner import send_at_sync
     from queue_app.db.statements import access as access_sql
     from queue_app.db.statements import decisions as decisions_sql
     from queue_app.db.statements import leases as leases_sql
     from queue_app.db.statements import outbox as outbox_sql
-    from queue_app.managers import send_at_sync
 
     user_id, queue_id, seconds, reason_code = args
     conn = psycopg.connect(os.environ["DATABASE_URL"], prepare_threshold=0, autocommit=True)

@@ -179,7 +179,7 @@ def statements_per_cycle(queue, checker) -> dict[str, object]:
         "claim": len(claim.captured_queries),
         "confirm": len(confirm.captured_queries),
         "statements": names,
-        # Pipelined (managers.run_together): the timeouts travel with the claim and with the
+        # Pipelined (runner.run_together): the timeouts travel with the claim and with the
         # locking read, and the COMMIT with the last statement.
         "round_trips": 5,
     }

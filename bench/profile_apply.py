@@ -56,7 +56,7 @@ RETURNING decision_id, status
 
 def variants() -> dict[str, dict[tuple[str, str], Any]]:
     """Name -> what that variant swaps in: {(module, attribute): value}; empty for today's."""
-    from queue_app.managers import fetch_dicts
+    from queue_app.db.runner import fetch_dicts
 
     unprepared = {("queue_app.apply", "fetch_prepared"): fetch_dicts}
     return {

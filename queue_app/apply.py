@@ -40,10 +40,10 @@ from typing import Any
 from django.db import connection, transaction
 
 from queue_app import effects
+from queue_app.db.runner import fetch_dicts, fetch_prepared
 from queue_app.db.statements import outbox as outbox_sql
 from queue_app.errors import EffectAborted, EffectError, InvalidBounds, PermanentEffectError
 from queue_app.jsonutil import exact_dumps
-from queue_app.managers import fetch_dicts, fetch_prepared
 from queue_app.models import AppliedStatus, Decision
 
 logger = logging.getLogger("queue_app.apply")

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 from django.db import connection, transaction
 
+from queue_app.db.runner import fetch_dicts
 from queue_app.db.statements import chain as chain_sql
-from queue_app.managers import fetch_dicts
 from queue_app.models import ChainVerification
 
 # pg_try_advisory_xact_lock key for the sealer ("RCseal" as an integer, for grepability).

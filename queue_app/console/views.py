@@ -28,6 +28,7 @@ from queue_app.console import clocks
 from queue_app.console.attachment_cards import attachment_cards
 from queue_app.console.clocks import home_deadline_counts, item_page_extras
 from queue_app.console.evidence import evidence_view
+from queue_app.db.runner import fetch_prepared_instances
 from queue_app.db.statements import items as items_sql
 from queue_app.errors import (
     EvidenceChanged,
@@ -42,7 +43,6 @@ from queue_app.errors import (
 )
 from queue_app.evidence import item_evidence_hash
 from queue_app.forms import DecisionForm, LeaseForm
-from queue_app.managers import fetch_prepared_instances
 from queue_app.models import REVIEW_VERDICTS, Decision, ItemState, Queue, ReviewItem
 from queue_app.rules import warnings_for
 from queue_app.services import (

@@ -9,9 +9,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.http import HttpRequest
 
+from queue_app.db.runner import fetch_prepared_instances
 from queue_app.db.statements import identity as identity_sql
 from queue_app.identity.sessions import user_read_with_session
-from queue_app.managers import fetch_prepared_instances
 
 
 def signed_in_user(user_id: Any) -> Any:

@@ -25,9 +25,9 @@ from django_otp import devices_for_user
 from django_otp.plugins.otp_static.models import StaticDevice, StaticToken
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
+from queue_app.db.runner import prepared_result
 from queue_app.db.statements import identity as identity_sql
 from queue_app.identity import oidc
-from queue_app.managers import prepared_result
 from queue_app.services.access import hold_permission
 
 #: Never gated: signing in and out, enrolment itself, the provider's callback, static files,

@@ -27,8 +27,8 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.functional import SimpleLazyObject
 
+from queue_app.db.runner import build_instances, prepared_result, split_result
 from queue_app.db.statements import identity as identity_sql
-from queue_app.managers import build_instances, prepared_result, split_result
 
 _USER_PREFIX = "user__"
 

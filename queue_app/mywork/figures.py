@@ -8,9 +8,9 @@ from datetime import date, datetime, time, timedelta
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from queue_app.db.runner import fetch_dicts
 from queue_app.db.statements import mywork as mywork_sql
 from queue_app.lanes import Rate
-from queue_app.managers import fetch_dicts
 from queue_app.models import Decision, DecisionStatus, ItemState, ReviewItem
 from queue_app.ops.lanes import interval_text, percent
 from queue_app.services.agreement import Agreement, agreement_of, qa_review_rows

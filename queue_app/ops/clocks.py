@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from queue_app.db.runner import fetch_dicts
 from queue_app.db.statements import ops as ops_sql
-from queue_app.managers import fetch_dicts
 from queue_app.models import Queue
 from queue_app.services.deadlines import span_words
 from reviewconsole.routers import read_alias

@@ -13,8 +13,8 @@ from datetime import timedelta
 from typing import Any
 
 from queue_app.datetimes import local_text
+from queue_app.db.runner import fetch_dicts
 from queue_app.db.statements import ops as ops_sql
-from queue_app.managers import fetch_dicts
 from queue_app.ops.clocks import read_sla
 from queue_app.ops.figures import (
     BLOCKED_SHOWN,

@@ -12,8 +12,8 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 
+from queue_app.db.runner import fetch_dicts
 from queue_app.db.statements import ops as ops_sql
-from queue_app.managers import fetch_dicts
 from queue_app.models import Queue
 from reviewconsole.routers import read_alias
 

@@ -15,9 +15,9 @@ from typing import Any
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from queue_app.db.runner import fetch_dicts
 from queue_app.db.statements import lanes as lanes_sql
 from queue_app.lanes import Rate
-from queue_app.managers import fetch_dicts
 from queue_app.models import LaneKind
 from queue_app.services.agreement import (
     Agreement,

@@ -16,8 +16,8 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
+from queue_app.db.runner import fetch_dicts
 from queue_app.db.statements import ops as ops_sql
-from queue_app.managers import fetch_dicts
 from queue_app.ops.clocks import SLA_WINDOW_HOURS, SlaFigures, read_sla
 from queue_app.ops.figures import OpsSnapshot, read_snapshot
 

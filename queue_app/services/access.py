@@ -6,9 +6,9 @@ from django.core.exceptions import PermissionDenied
 from django.db import connection
 from django.db.models import Q, QuerySet
 
+from queue_app.db.runner import fetch_dicts
 from queue_app.db.statements import access as access_sql
 from queue_app.errors import NotPermitted
-from queue_app.managers import fetch_dicts
 from queue_app.models import Queue, ReviewItem
 from queue_app.services._common import User
 

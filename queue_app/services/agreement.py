@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from queue_app.db.runner import fetch_dicts
 from queue_app.db.statements import lanes as lanes_sql
 from queue_app.lanes import Rate, kappa_from_table
-from queue_app.managers import fetch_dicts
 
 DEFAULT_WINDOW = timedelta(days=30)
 

@@ -11,6 +11,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.db.models.functions import Coalesce
 
+from queue_app.db.runner import is_missing_reason
 from queue_app.errors import (
     AlreadySuperseded,
     EvidenceChanged,
@@ -23,7 +24,6 @@ from queue_app.errors import (
 )
 from queue_app.evidence import item_evidence_hash, row_evidence_hash, row_payload
 from queue_app.lanes import QA_VERDICTS, check_needed, qa_draw, qa_sampled
-from queue_app.managers import is_missing_reason
 from queue_app.models import (
     CORRECTED_VERDICTS,
     REVIEW_VERDICTS,

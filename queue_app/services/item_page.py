@@ -3,7 +3,7 @@
 The page used to run one ORM query for each (decisions, reason codes, evidence rules, hold
 reasons): four round trips, and Django compiling four querysets per page view, which cost more
 client CPU than rendering the page (bench/NOTES.md, B8). Here the statements of items_sql
-go to the server together (managers.run_together), bound on the server and prepared after a
+go to the server together (runner.run_together), bound on the server and prepared after a
 few runs, and come back as model instances with their related rows attached, so the template
 and the helpers it calls (warnings_for, the hold form) read them without another query.
 
@@ -19,8 +19,8 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 
+from queue_app.db.runner import Result, build_instances, run_together, split_result
 from queue_app.db.statements import items as items_sql
-from queue_app.managers import Result, build_instances, run_together, split_result
 from queue_app.models import (
     REVIEW_VERDICTS,
     Decision,

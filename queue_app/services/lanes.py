@@ -14,6 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from queue_app.db.runner import Result, build_instances, fetch_dicts, run_together
 from queue_app.db.statements import access as access_sql
 from queue_app.db.statements import lanes as lanes_sql
 from queue_app.db.statements import outbox as outbox_sql
@@ -28,12 +29,6 @@ from queue_app.errors import (
 from queue_app.evidence import attachments_of, evidence_hash
 from queue_app.jsonutil import stored_loads
 from queue_app.lanes import QA_VERDICTS, qa_sampled
-from queue_app.managers import (
-    Result,
-    build_instances,
-    fetch_dicts,
-    run_together,
-)
 from queue_app.models import (
     ApiClient,
     Decision,

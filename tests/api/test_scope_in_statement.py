@@ -14,9 +14,9 @@ import pytest
 from django.utils import timezone
 
 from queue_app.api import adjudication
+from queue_app.db.runner import fetch_dicts
 from queue_app.db.statements import leases as leases_sql
 from queue_app.errors import NotPermitted
-from queue_app.managers import fetch_dicts
 from queue_app.models import ApiClient, Decision, ItemEvent, ReviewItem
 from queue_app.services import claim_batch
 from tests.api.conftest import caller_for, make_client

@@ -3,7 +3,7 @@
 A NOTIFY inside the decision's transaction would make PostgreSQL hold its cluster-wide notify
 lock from that commit until the commit's WAL flush, so decisions in every queue would commit
 one at a time (migration 0019; B7 in bench/RESULTS.md measured it). The wake-up follows the
-COMMIT in the decision's last round trip (managers.run_together's after_commit). These tests
+COMMIT in the decision's last round trip (runner.run_together's after_commit). These tests
 listen on a connection of their own, with real commits.
 """
 
@@ -23,9 +23,9 @@ from django.db import (
     transaction,
 )
 
+from queue_app.db.runner import run_together
 from queue_app.db.statements import outbox as outbox_sql
 from queue_app.errors import InvalidReason
-from queue_app.managers import run_together
 from queue_app.models import Decision, EffectJob
 from queue_app.services import claim_lane_task, claim_next, confirm_check, submit_decision
 from tests.conftest import make_items, shown_hash
