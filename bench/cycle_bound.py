@@ -5,7 +5,7 @@ any Python client reaches on them. This scenario asks whether a different shape 
 work would let a Python client reach B3's target: the cycle's statements moved into two
 PL/pgSQL functions, a claim (the timeouts and access check, the renew, the claim) and a
 decide (the access check, the close, the decision's insert), called once each, each call its
-own transaction. Both functions are built at run time from queue_app/sql.py's statements, in
+own transaction. Both functions are built at run time from queue_app/db/statements, in
 this run's scratch database only, so they cannot drift from what the services run.
 
 Five sides at 1, 8 and 32 processes, alternating, each reading the rate, the clients' CPU per
@@ -65,7 +65,7 @@ DECIDE_CALL = (
 
 
 def _into(statement: str, target: str) -> str:
-    """A statement of queue_app/sql.py as a PL/pgSQL statement: parameters by name, INTO."""
+    """A statement of queue_app/db/statements as a PL/pgSQL statement: parameters by name, INTO."""
     text = re.sub(r"%\((\w+)\)s", lambda m: f"p_{m.group(1)}", statement.strip())
     return f"{text.replace('%%', '%')}\n  INTO {target};"
 
