@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 PORT ?= 8000
 SSO ?=
 
-.PHONY: run test browser lint schema install lock stop clean
+.PHONY: run test browser lint sql schema install lock stop clean
 
 # pip is twice quiet: setuptools' ten-line notice about editable installs (and warnings about
 # an index folder pip.conf names but this machine lacks) are not steps; errors still show.
@@ -47,6 +47,11 @@ browser: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# Rewrite queue_app/db/statements.sql, the final text of every named statement, from the code
+# (tests/db/test_statements_file.py fails until it is committed with the change).
+sql: install
+	@$(PY) -m queue_app.db.render
 
 # queue_app/db/schema.sql: the schema's functions, triggers, constraints and views as the
 # migrated database (the embedded one unless DATABASE_URL is set) defines them. Run it after

@@ -6,7 +6,7 @@ use and no dead rows pile up at its head. The variants alternate in rounds; each
 server backend's CPU (user + system, /proc) around its claims, and the ratios pair the variants
 within a round.
 
-- `current`: CLAIM_NEXT_ITEM as in queue_app/sql.py: the gate (no live lease of mine, and may I
+- `current`: CLAIM_NEXT_ITEM as in leases_sql: the gate (no live lease of mine, and may I
   review this queue) in a MATERIALIZED CTE, evaluated once per claim;
 - `gate per set`: the same gate written into each candidate set's WHERE (expired, resumed,
   fresh, skipped), as before 1a5ec88: evaluated once per set that runs;
@@ -51,21 +51,22 @@ NO_LIVE_LEASE = """NOT EXISTS (
 
 
 def variants() -> dict[str, str]:
-    """The statements compared, built from queue_app/sql.py so that they cannot drift from it."""
-    from queue_app import sql
+    """The statements compared, built from the db statements so that they cannot drift from it."""
+    from queue_app.db.statements import access as access_sql
+    from queue_app.db.statements import leases as leases_sql
 
-    per_set = sql._CLAIM.replace(
+    per_set = leases_sql._CLAIM.replace(
         "WITH gate AS MATERIALIZED (\n    SELECT {gate} AS allowed\n), expired", "WITH expired"
     ).replace("AND (SELECT allowed FROM gate)", "AND {gate}")
     if "gate" in per_set.replace("{gate}", ""):
-        raise RuntimeError("sql._CLAIM no longer has the gate CTE this script rewrites")
-    access = sql._MAY_REVIEW.format(queue="%(queue_id)s")
+        raise RuntimeError("leases_sql._CLAIM no longer has the gate CTE this script rewrites")
+    access = access_sql._MAY_REVIEW.format(queue="%(queue_id)s")
     return {
-        "current": sql.CLAIM_NEXT_ITEM,
+        "current": leases_sql.CLAIM_NEXT_ITEM,
         "gate per set": per_set.format(
             limit="1", gate=f"{NO_LIVE_LEASE}\n AND {access}", returning="*"
         ),
-        "no access probes": sql._CLAIM.format(limit="1", gate=NO_LIVE_LEASE, returning="*"),
+        "no access probes": leases_sql._CLAIM.format(limit="1", gate=NO_LIVE_LEASE, returning="*"),
     }
 
 

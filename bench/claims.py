@@ -151,7 +151,7 @@ def measure(queue, reviewer, n: int) -> dict[str, dict[str, float]]:
 
     from django.db import connection, transaction
 
-    from queue_app import sql
+    from queue_app.db.statements import leases as leases_sql
     from queue_app.services import claim_next
 
     def service() -> None:
@@ -169,7 +169,7 @@ def measure(queue, reviewer, n: int) -> dict[str, dict[str, float]]:
 
     def statement() -> None:
         with transaction.atomic(), connection.cursor() as c:
-            c.execute(sql.CLAIM_NEXT_ITEM, params)
+            c.execute(leases_sql.CLAIM_NEXT_ITEM, params)
             assert c.fetchone() is not None
             transaction.set_rollback(True)
 

@@ -3,7 +3,7 @@
 The Python side runs claim_next and submit_decision through the service layer in 1, 8 and 32
 processes, counting cycles for a fixed time once every process is set up. The baseline is
 pgbench running, at the same client counts, the statements the services run — read from
-queue_app/sql.py at run time, so the two cannot drift — prepared, as the services' are, and
+queue_app/db/statements at run time, so the two cannot drift — prepared, as the services' are, and
 grouped into the same round trips (pipelines).
 
 A third side, the floor, sends the same statements in the services' round trips from Python
@@ -49,7 +49,10 @@ TTL_SECONDS, RELEASE_SKIP_SECONDS, MAX_LEASES = 600, 900, 2147483647
 
 def pgbench_script(*, queue_id: int, reason_code: str, first_user: int, users: int) -> str:
     """Translate the service layer's statements into one pgbench transaction."""
-    from queue_app import sql
+    from queue_app.db.statements import access as access_sql
+    from queue_app.db.statements import decisions as decisions_sql
+    from queue_app.db.statements import leases as leases_sql
+    from queue_app.db.statements import outbox as outbox_sql
 
     def bind(statement: str, values: dict[str, str]) -> str:
         text = re.sub(r"%\((\w+)\)s", lambda m: values[m.group(1)], statement.strip())
@@ -81,7 +84,7 @@ def pgbench_script(*, queue_id: int, reason_code: str, first_user: int, users: i
         "warnings_seen": "true",
     }
     # The round trips mirror the services'. claim_next sends BEGIN, the guard, the renew, the
-    # claim and COMMIT together (managers.run_together); submit_decision sends BEGIN, the
+    # claim and COMMIT together (runner.run_together); submit_decision sends BEGIN, the
     # timeouts, the close-and-insert, COMMIT and the apply workers' wake-up together (the
     # wake-up in a transaction of its own after the COMMIT). The statements are prepared
     # (server-side binding), so pgbench runs with -M prepared. One difference: pgbench cannot
@@ -93,17 +96,17 @@ def pgbench_script(*, queue_id: int, reason_code: str, first_user: int, users: i
             f"\\set owner_id {first_user} + (:client_id % {users})",
             "\\startpipeline",
             "BEGIN;",
-            bind(sql.SET_LOCAL_TIMEOUTS_AND_LOCK_REVIEWER_QUEUE, common) + ";",
-            bind(sql.RENEW_OWN_LIVE_LEASE, common) + ";",
+            bind(access_sql.SET_LOCAL_TIMEOUTS_AND_LOCK_REVIEWER_QUEUE, common) + ";",
+            bind(leases_sql.RENEW_OWN_LIVE_LEASE, common) + ";",
             "\\endpipeline",
-            bind(sql.CLAIM_NEXT_ITEM, common) + "\n\\gset c_",
+            bind(leases_sql.CLAIM_NEXT_ITEM, common) + "\n\\gset c_",
             "\\startpipeline",
             "COMMIT;",
             "BEGIN;",
-            bind(sql.SET_LOCAL_TIMEOUTS, lease) + ";",
-            bind(sql.CLOSE_AND_RECORD_DECISION, decision) + ";",
+            bind(access_sql.SET_LOCAL_TIMEOUTS, lease) + ";",
+            bind(decisions_sql.CLOSE_AND_RECORD_DECISION, decision) + ";",
             "COMMIT;",
-            sql.WAKE_APPLY_WORKERS + ";",
+            outbox_sql.WAKE_APPLY_WORKERS + ";",
             "\\endpipeline",
             "",
         ]
@@ -137,8 +140,11 @@ def floor_worker(
 
     import psycopg
 
-    from queue_app import sql
-    from queue_app.managers import send_at_sync
+    from queue_app.db.runner import send_at_sync
+    from queue_app.db.statements import access as access_sql
+    from queue_app.db.statements import decisions as decisions_sql
+    from queue_app.db.statements import leases as leases_sql
+    from queue_app.db.statements import outbox as outbox_sql
 
     user_id, queue_id, seconds, reason_code = args
     conn = psycopg.connect(os.environ["DATABASE_URL"], prepare_threshold=0, autocommit=True)
@@ -188,9 +194,9 @@ def floor_worker(
     while time.perf_counter() < deadline:
         *_, claim = together(
             [
-                (sql.SET_LOCAL_TIMEOUTS_AND_LOCK_REVIEWER_QUEUE, common),
-                (sql.RENEW_OWN_LIVE_LEASE, common),
-                (sql.CLAIM_NEXT_ITEM, common),
+                (access_sql.SET_LOCAL_TIMEOUTS_AND_LOCK_REVIEWER_QUEUE, common),
+                (leases_sql.RENEW_OWN_LIVE_LEASE, common),
+                (leases_sql.CLAIM_NEXT_ITEM, common),
             ],
             begin=True,
             commit=True,
@@ -207,12 +213,12 @@ def floor_worker(
         lease["evidence_hash"] = row[columns.index("evidence_hash")]
         _, recorded = together(
             [
-                (sql.SET_LOCAL_TIMEOUTS, lease),
-                (sql.CLOSE_AND_RECORD_DECISION, {**lease, **decision}),
+                (access_sql.SET_LOCAL_TIMEOUTS, lease),
+                (decisions_sql.CLOSE_AND_RECORD_DECISION, {**lease, **decision}),
             ],
             begin=True,
             commit=True,
-            then=[sql.WAKE_APPLY_WORKERS],
+            then=[outbox_sql.WAKE_APPLY_WORKERS],
         )
         if recorded.fetchone() is None:
             raise RuntimeError("the floor's decide found no lease")

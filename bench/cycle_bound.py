@@ -5,7 +5,7 @@ any Python client reaches on them. This scenario asks whether a different shape 
 work would let a Python client reach B3's target: the cycle's statements moved into two
 PL/pgSQL functions, a claim (the timeouts and access check, the renew, the claim) and a
 decide (the access check, the close, the decision's insert), called once each, each call its
-own transaction. Both functions are built at run time from queue_app/sql.py's statements, in
+own transaction. Both functions are built at run time from queue_app/db/statements, in
 this run's scratch database only, so they cannot drift from what the services run.
 
 Five sides at 1, 8 and 32 processes, alternating, each reading the rate, the clients' CPU per
@@ -65,14 +65,16 @@ DECIDE_CALL = (
 
 
 def _into(statement: str, target: str) -> str:
-    """A statement of queue_app/sql.py as a PL/pgSQL statement: parameters by name, INTO."""
+    """A statement of queue_app/db/statements as a PL/pgSQL statement: parameters by name, INTO."""
     text = re.sub(r"%\((\w+)\)s", lambda m: f"p_{m.group(1)}", statement.strip())
     return f"{text.replace('%%', '%')}\n  INTO {target};"
 
 
 def functions_sql() -> str:
     """The two functions, from the services' own statements (parameters become p_<name>)."""
-    from queue_app import sql
+    from queue_app.db.statements import access as access_sql
+    from queue_app.db.statements import decisions as decisions_sql
+    from queue_app.db.statements import leases as leases_sql
 
     return f"""
 CREATE FUNCTION bench_claim(p_queue_id bigint, p_owner_id int, p_lock_timeout text,
@@ -81,13 +83,13 @@ RETURNS TABLE (item_id bigint, lease_token uuid) LANGUAGE plpgsql AS $body$
 #variable_conflict use_column
 DECLARE gate record; claimed record;
 BEGIN
-  {_into(sql.SET_LOCAL_TIMEOUTS_AND_LOCK_REVIEWER_QUEUE, "gate")}
+  {_into(access_sql.SET_LOCAL_TIMEOUTS_AND_LOCK_REVIEWER_QUEUE, "gate")}
   IF NOT gate.allowed THEN
     RAISE EXCEPTION 'may not review this queue';
   END IF;
-  {_into(sql.RENEW_OWN_LIVE_LEASE, "claimed")}
+  {_into(leases_sql.RENEW_OWN_LIVE_LEASE, "claimed")}
   IF NOT FOUND THEN
-    {_into(sql.CLAIM_NEXT_ITEM, "claimed")}
+    {_into(leases_sql.CLAIM_NEXT_ITEM, "claimed")}
     IF NOT FOUND THEN
       RETURN;
     END IF;
@@ -111,15 +113,15 @@ DECLARE gate record; closed record; decided record;
   p_needs_check boolean := false;
   p_qa_sampled boolean := false;
 BEGIN
-  {_into(sql.SET_LOCAL_TIMEOUTS_AND_CHECK_ITEM_ACCESS, "gate")}
+  {_into(access_sql.SET_LOCAL_TIMEOUTS_AND_CHECK_ITEM_ACCESS, "gate")}
   IF NOT gate.allowed THEN
     RAISE EXCEPTION 'may not review this queue';
   END IF;
-  {_into(sql.CLOSE_ITEM, "closed")}
+  {_into(decisions_sql.CLOSE_ITEM, "closed")}
   IF NOT FOUND THEN
     RAISE EXCEPTION 'the lease is gone';
   END IF;
-  {_into(sql.INSERT_DECISION, "decided")}
+  {_into(decisions_sql.INSERT_DECISION, "decided")}
   RETURN decided.id;
 END
 $body$;

@@ -1,6 +1,6 @@
 """B9: Next check's claim latency against the size of the Checks lane.
 
-The lane's claim (sql_lanes.CLAIM_LANE_TASK) walks the partial index lanetask_open_due_claim
+The lane's claim (lanes_sql.CLAIM_LANE_TASK) walks the partial index lanetask_open_due_claim
 (queue, kind, due_at, created_at, id) WHERE state = 'open'. Its cost should not grow with the
 number of waiting checks (it takes the earliest deadline, then the oldest) nor with finished
 ones (not in the index). Half the loaded items have a deadline, spread over four days. Measured:
@@ -128,7 +128,7 @@ def measure(queue, checker, n: int, *, expect: bool = True) -> dict[str, dict[st
 
     from django.db import connection, transaction
 
-    from queue_app import sql_lanes
+    from queue_app.db.statements import lanes as lanes_sql
     from queue_app.services import claim_lane_task
 
     def service() -> None:
@@ -146,7 +146,7 @@ def measure(queue, checker, n: int, *, expect: bool = True) -> dict[str, dict[st
 
     def statement() -> None:
         with transaction.atomic(), connection.cursor() as c:
-            c.execute(sql_lanes.CLAIM_LANE_TASK, params)
+            c.execute(lanes_sql.CLAIM_LANE_TASK, params)
             assert (c.fetchone() is not None) == expect
             transaction.set_rollback(True)
 
@@ -179,7 +179,7 @@ def statements_per_cycle(queue, checker) -> dict[str, object]:
         "claim": len(claim.captured_queries),
         "confirm": len(confirm.captured_queries),
         "statements": names,
-        # Pipelined (managers.run_together): the timeouts travel with the claim and with the
+        # Pipelined (runner.run_together): the timeouts travel with the claim and with the
         # locking read, and the COMMIT with the last statement.
         "round_trips": 5,
     }

@@ -2,7 +2,7 @@
 
 B3's psycopg floor (bench/cycle.py: the services' statements in their round trips, psycopg
 alone) in one process, its pipelines written to the socket either at the sync, all at once, as
-run_together does (managers.send_at_sync), or one statement at a time as psycopg writes them by
+run_together does (runner.send_at_sync), or one statement at a time as psycopg writes them by
 itself. The two alternate in rounds of a fixed time; each reads its cycles per second, this
 process's CPU and the server's (every postgres process, bench.common.cpu_used_by_role) per
 cycle, and the ratios pair the two within a round.

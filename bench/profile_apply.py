@@ -8,8 +8,8 @@ time goes on a small local dataset, without the full bench:
   the wall time per statement kind (an execute wrapper);
 - the default: an A/B run in one process, wall time and CPU time (this process and its
   server process) per decision. Variants of the worker's statements are swapped
-  into `queue_app.sql` in turn and each drains a fresh N decisions, alternating over
-  `--rounds` so machine load hits every variant alike; the result is each variant's rate as a
+  into `queue_app.db.statements.outbox` in turn and each drains a fresh N decisions, alternating
+  over `--rounds` so machine load hits every variant alike; the result is each variant's rate as a
   ratio of the first variant's (the median over rounds).
 
     .venv/bin/python bench/profile_apply.py --db rc_bench_profile_apply --n 1000 --batch 10
@@ -56,7 +56,7 @@ RETURNING decision_id, status
 
 def variants() -> dict[str, dict[tuple[str, str], Any]]:
     """Name -> what that variant swaps in: {(module, attribute): value}; empty for today's."""
-    from queue_app.managers import fetch_dicts
+    from queue_app.db.runner import fetch_dicts
 
     unprepared = {("queue_app.apply", "fetch_prepared"): fetch_dicts}
     return {
@@ -64,12 +64,15 @@ def variants() -> dict[str, dict[tuple[str, str], Any]]:
         "unprepared (before the fix)": unprepared,
         "unprepared, claim before ordering": {
             **unprepared,
-            ("queue_app.sql", "CLAIM_DUE_EFFECT_JOBS"): CLAIM_BEFORE_ORDERING,
+            ("queue_app.db.statements.outbox", "CLAIM_DUE_EFFECT_JOBS"): CLAIM_BEFORE_ORDERING,
         },
         "unprepared, claim and insert before": {
             **unprepared,
-            ("queue_app.sql", "CLAIM_DUE_EFFECT_JOBS"): CLAIM_BEFORE_ORDERING,
-            ("queue_app.sql", "INSERT_APPLIED_DECISION"): INSERT_APPLIED_BEFORE_SUPERSEDED,
+            ("queue_app.db.statements.outbox", "CLAIM_DUE_EFFECT_JOBS"): CLAIM_BEFORE_ORDERING,
+            (
+                "queue_app.db.statements.outbox",
+                "INSERT_APPLIED_DECISION",
+            ): INSERT_APPLIED_BEFORE_SUPERSEDED,
         },
     }
 

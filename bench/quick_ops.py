@@ -44,8 +44,8 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 
+from queue_app.db.statements import ops as ops_sql  # noqa: E402
 from queue_app.models import ApiClient, Queue, ReasonCode  # noqa: E402
-from queue_app.ops import sql as ops_sql  # noqa: E402
 from queue_app.ops.doctor import run_checks  # noqa: E402
 from queue_app.ops.figures import TOP_LEASE_BUCKET, WINDOW_HOURS, unapplied_alert_after  # noqa: E402
 

@@ -175,7 +175,7 @@ def main() -> None:
             "",
             f"Run of {bound['machine']['date'][:16].replace('T', ' ')} UTC. B3's three sides, "
             "and the same "
-            "work moved into two PL/pgSQL functions built from `queue_app/sql.py` (claim; "
+            "work moved into two PL/pgSQL functions built from `queue_app/db/statements` (claim; "
             "access check, close and insert), called from psycopg alone and from pgbench. "
             f"{bound['seconds']:g} s per run, the five sides alternating "
             f"{bound['repetitions']} times per level; medians, CPU in ms per cycle (the "

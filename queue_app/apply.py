@@ -16,7 +16,7 @@ rest of the batch carries on. A crash anywhere rolls back the uncommitted batch,
 then due again: applied once, never twice.
 
 Per item, effects run in decision order: the claim never hands out a job while an earlier job
-of its item is not done (sql.CLAIM_DUE_EFFECT_JOBS), and a decision an overturn has replaced
+of its item is not done (outbox_sql.CLAIM_DUE_EFFECT_JOBS), and a decision an overturn has replaced
 before its turn is recorded as superseded without running its handler (the receiver must end
 on the verdict that stands). A dead job therefore holds back its item's later effects until an
 operator retries it.
@@ -39,10 +39,11 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from queue_app import effects, sql
+from queue_app import effects
+from queue_app.db.runner import fetch_dicts, fetch_prepared
+from queue_app.db.statements import outbox as outbox_sql
 from queue_app.errors import EffectAborted, EffectError, InvalidBounds, PermanentEffectError
 from queue_app.jsonutil import exact_dumps
-from queue_app.managers import fetch_dicts, fetch_prepared
 from queue_app.models import AppliedStatus, Decision
 
 logger = logging.getLogger("queue_app.apply")
@@ -92,7 +93,7 @@ def apply_batch(
     with transaction.atomic():
         # Prepared (planned once per connection): planning the claim cost several times
         # what running it does, once per batch (B5: bench/profile_apply.py).
-        jobs = fetch_prepared(sql.CLAIM_DUE_EFFECT_JOBS, {"limit": batch_size})
+        jobs = fetch_prepared(outbox_sql.CLAIM_DUE_EFFECT_JOBS, {"limit": batch_size})
         if not jobs:
             return 0
         decisions = Decision.objects.select_related(
@@ -122,7 +123,7 @@ def _apply_one_in_batch(decision: Decision, *, attempts: int, policy: RetryPolic
     try:
         with transaction.atomic():
             first = fetch_prepared(
-                sql.INSERT_APPLIED_DECISION,
+                outbox_sql.INSERT_APPLIED_DECISION,
                 {
                     "decision_id": decision.pk,
                     # What was carried out, fixed before the handler runs: the row is
@@ -142,7 +143,7 @@ def _apply_one_in_batch(decision: Decision, *, attempts: int, policy: RetryPolic
                 result = {"superseded": True}
             else:
                 result = _run_effect(effect, decision)
-            fetch_prepared(sql.MARK_EFFECT_JOB_DONE, {"decision_id": decision.pk})
+            fetch_prepared(outbox_sql.MARK_EFFECT_JOB_DONE, {"decision_id": decision.pk})
     except Exception as exc:
         if connection.needs_rollback or not connection.is_usable():
             # The savepoint could not be rolled back (the connection is gone): the whole batch
@@ -188,7 +189,7 @@ def _record_failure(
     permanent = isinstance(exc, PermanentEffectError)
     error = f"{type(exc).__name__}: {exc}"[:ERROR_MAX_LENGTH]
     rows = fetch_dicts(
-        sql.RECORD_EFFECT_JOB_FAILURE,
+        outbox_sql.RECORD_EFFECT_JOB_FAILURE,
         {
             "decision_id": decision.pk,
             "error": error,

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 from django.db import connection, transaction
 
-from queue_app import sql
-from queue_app.managers import fetch_dicts
+from queue_app.db.runner import fetch_dicts
+from queue_app.db.statements import chain as chain_sql
 from queue_app.models import ChainVerification
 
 # pg_try_advisory_xact_lock key for the sealer ("RCseal" as an integer, for grepability).
@@ -123,13 +123,15 @@ def seal_pending(*, limit: int = SEAL_BATCH_LIMIT, wait: bool = False) -> int:
     """
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute(sql.SEAL_LOCK if wait else sql.TRY_SEAL_LOCK, {"key": SEAL_LOCK_KEY})
+            cursor.execute(
+                chain_sql.SEAL_LOCK if wait else chain_sql.TRY_SEAL_LOCK, {"key": SEAL_LOCK_KEY}
+            )
             got = wait or cursor.fetchone()[0]
             if not got:
                 return 0  # another sealer is at it; what it misses, the next round takes
         # The tree's leaves in position order: the decisions, then the outcomes.
         taken = fetch_dicts(
-            sql.TAKE_UNSEALED,
+            chain_sql.TAKE_UNSEALED,
             {"limit": limit, "outcome_share": limit // OUTCOME_SHARE_DIVISOR},
         )
         size = len(taken)
@@ -150,11 +152,11 @@ def seal_pending(*, limit: int = SEAL_BATCH_LIMIT, wait: bool = False) -> int:
             )
         rows = [r for r in taken if r["kind"] == "decision"]
         outcomes = [r for r in taken if r["kind"] == "outcome"]
-        [previous] = fetch_dicts(sql.SEAL_PREDECESSOR, {})
+        [previous] = fetch_dicts(chain_sql.SEAL_PREDECESSOR, {})
         root = merkle_root([bytes.fromhex(r["leaf"]) for r in taken]).hex()
         seq = previous["seq"] + 1
         fetch_dicts(
-            sql.INSERT_BATCH,
+            chain_sql.INSERT_BATCH,
             {
                 "seq": seq,
                 "size": size,
@@ -195,9 +197,9 @@ def verify_chain() -> ChainVerification:
     """Check the old chain, every sealed batch and that no decision or second-person outcome is
     missing; record it."""
     with connection.cursor() as cursor:
-        cursor.execute(sql.COUNT_DECISIONS)
+        cursor.execute(chain_sql.COUNT_DECISIONS)
         checked = cursor.fetchone()[0]
-        cursor.execute(sql.COUNT_OUTCOMES)
+        cursor.execute(chain_sql.COUNT_OUTCOMES)
         outcomes = cursor.fetchone()[0]
     broken = _first_break()
     if broken is None:
@@ -214,7 +216,7 @@ def verify_chain() -> ChainVerification:
 
 def _first_break() -> Break | None:
     with connection.cursor() as cursor:
-        cursor.execute(sql.VERIFY_CHAIN)
+        cursor.execute(chain_sql.VERIFY_CHAIN)
         row = cursor.fetchone()
     if row is not None:
         decision_id, seq, _stored, _expected = row
@@ -227,7 +229,7 @@ def _first_break() -> Break | None:
     broken = _first_broken_batch()
     if broken is not None:
         return broken
-    [accounts] = fetch_dicts(sql.UNACCOUNTED_DECISIONS, {})
+    [accounts] = fetch_dicts(chain_sql.UNACCOUNTED_DECISIONS, {})
     if accounts["first_unaccounted"] is not None:
         decision_id = accounts["first_unaccounted"]
         return Break(
@@ -262,7 +264,7 @@ def _outcome(task_id: int) -> str:
 
 
 def _first_broken_batch() -> Break | None:
-    [start] = fetch_dicts(sql.OLD_CHAIN_HEAD_HASH, {})
+    [start] = fetch_dicts(chain_sql.OLD_CHAIN_HEAD_HASH, {})
     previous_hash, expected_seq = start["hash"], 1
     for batch in _batches():
         first = batch.first_decision
@@ -330,7 +332,7 @@ class _Batch:
 def _batches() -> Iterator[_Batch]:
     # A named (server-side) cursor: millions of entries stream in chunks, never all in memory.
     with transaction.atomic(), connection.chunked_cursor() as cursor:
-        cursor.execute(sql.SEALED_LEAVES)
+        cursor.execute(chain_sql.SEALED_LEAVES)
         current: _Batch | None = None
         for seq, size, root, prev_hash, hash_, position, kind, entry_id, sealed, leaf in cursor:
             if current is None or current.seq != seq:
@@ -361,7 +363,7 @@ def outcome_inclusion_proof(task_id: int) -> dict[str, object] | None:
 
 
 def _proof(params: dict[str, int | None], named: tuple[str, int]) -> dict[str, object] | None:
-    rows = fetch_dicts(sql.INCLUSION_PROOF, params)
+    rows = fetch_dicts(chain_sql.INCLUSION_PROOF, params)
     if not rows:
         return None
     row = rows[0]

@@ -33,8 +33,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from django.conf import settings
 from django.db import connection
 
-from queue_app import sql
 from queue_app.chain import SealRefused, seal_all
+from queue_app.db.statements import chain as chain_sql
 from queue_app.errors import EffectError, ReviewError
 
 FORMAT = "review-console-checkpoint/1"
@@ -125,7 +125,7 @@ def trusted_public_key(override: str | None = None) -> Ed25519PublicKey:
 def chain_heads() -> tuple[datetime, list[dict[str, Any]]]:
     """Return the database clock and each chain's head (position, hash, and what it covers)."""
     with connection.cursor() as cursor:
-        cursor.execute(sql.CHAIN_HEADS)
+        cursor.execute(chain_sql.CHAIN_HEADS)
         now, seq, chain_hash, decision_id, batch_seq, batch_hash, batch_size = cursor.fetchone()
     heads = []
     if seq is not None:
@@ -200,7 +200,9 @@ def verify_checkpoint(document: dict[str, Any], public_key: Ed25519PublicKey) ->
         for head in document["chains"]:
             if head["chain"] not in (CHAIN_NAME, SEALS_NAME):
                 return Outcome(False, f"The checkpoint names an unknown chain {head['chain']!r}.")
-            statement = sql.CHAIN_LINK_AT if head["chain"] == CHAIN_NAME else sql.BATCH_AT
+            statement = (
+                chain_sql.CHAIN_LINK_AT if head["chain"] == CHAIN_NAME else chain_sql.BATCH_AT
+            )
             cursor.execute(statement, {"seq": head["seq"]})
             row = cursor.fetchone()
             if row is None:

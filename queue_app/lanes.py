@@ -1,6 +1,6 @@
 """Second-person controls, the pure parts: when a decision needs a check, the QA draw, and the
 agreement figures (Cohen's kappa, Wilson intervals). No database access here; the operations
-are in queue_app/services/lanes.py and the statements in queue_app/sql_lanes.py.
+are in queue_app/services/lanes.py and the statements in queue_app/db/statements/lanes.py.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ def check_needed(
     """Whether a decision of this verdict on this payload needs a checker before its effect.
 
     policies: the queue's CheckPolicy rows as dicts (verdict, path, threshold as text; that is
-    how sql.CLOSE_ITEM returns them). A policy without a path always applies; with one, when
-    the number there is at or above the threshold, compared as exact Decimals (the payload's
+    how decisions_sql.CLOSE_ITEM returns them). A policy without a path always applies; with one,
+    when the number there is at or above the threshold, compared as exact Decimals (the payload's
     numbers are Decimal through jsonutil's exact decoding; numeric strings count too). A
     missing or non-numeric value needs a check: a policy fails safe.
     """

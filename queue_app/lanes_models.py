@@ -2,7 +2,7 @@
 
 One mechanism serves every piece of work a second person must do on a decision: a *lane task*
 (kind check, qa or adjudication) in its queue, claimed with SKIP LOCKED and fenced by a lease
-token exactly like a review item (queue_app/sql_lanes.py). What the second person concluded
+token exactly like a review item (db/statements/lanes.py). What the second person concluded
 is a *lane outcome*, append-only like decisions. The database rules:
 
 - a task is tied to its decision's item, queue and maker by a composite foreign key;
@@ -117,7 +117,7 @@ class CheckPolicy(models.Model):
 class LaneTask(models.Model):
     """Work a second person must do on one decision: check it, QA it, or adjudicate a QA.
 
-    Claimed like an item (sql_lanes.CLAIM_LANE_TASK): an open task whose lease is absent or
+    Claimed like an item (lanes_sql.CLAIM_LANE_TASK): an open task whose lease is absent or
     expired, the earliest deadline first (then the oldest), under FOR UPDATE SKIP LOCKED,
     stamped with a new random token.
     """
@@ -154,7 +154,7 @@ class LaneTask(models.Model):
     lease_token = models.UUIDField(null=True, blank=True)
     lease_expires = models.DateTimeField(null=True, blank=True)
     lease_count = models.PositiveIntegerField(default=0)
-    # A check's item deadline, copied when the check is queued (sql.INSERT_DECISION): the
+    # A check's item deadline, copied when the check is queued (decisions_sql.INSERT_DECISION): the
     # deadline runs until the check confirms the decision, so Next check takes the most urgent
     # first. Exact, not a cache: only a hold moves due_at (it starts on a leased item, and
     # replacing a held item's evidence gives back the unused part), and an item awaiting its

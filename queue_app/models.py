@@ -43,7 +43,7 @@ class ItemState(models.TextChoices):
     LEASED = "leased", "Leased"
     DECIDED = "decided", "Decided"
     # On hold, awaiting information, until hold_until: no claim takes it before then, and the
-    # first claim after takes it (sql._CLAIM, candidate set "resumed").
+    # first claim after takes it (leases_sql._CLAIM, candidate set "resumed").
     HELD = "held", "On hold"
     # Decided by a maker whose verdict needs a second person's check before it takes effect
     # (queue_app/lanes.py); not claimable for review, and no effect job yet.
@@ -52,7 +52,7 @@ class ItemState(models.TextChoices):
 
 # Open work against its deadline: everything not final. An item awaiting its check is open until
 # the check confirms it. The index item_open_work_due and the console's counts
-# read this list; ops/sql.SLA_OPEN spells it out in SQL.
+# read this list; ops_sql.SLA_OPEN spells it out in SQL.
 DEADLINE_OPEN_STATES = [
     ItemState.PENDING.value,
     ItemState.LEASED.value,
@@ -344,7 +344,7 @@ class ReviewItem(models.Model):
         related_name="escalation_item",
     )
     # Who last gave the item back, and when: their Next item passes it over for the queue's
-    # release_skip (sql._CLAIM), so a release means "not me, not now".
+    # release_skip (leases_sql._CLAIM), so a release means "not me, not now".
     released_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
@@ -352,8 +352,8 @@ class ReviewItem(models.Model):
     # Who may not lease or decide this item (the hand-off): everyone who decided in the chain of
     # items it escalates, and whoever abandoned it before it was moved to its escalation queue.
     # Filled by the database (reviewitem_handoff_insert) and by ESCALATE_ABANDONED, only ever grown;
-    # the claim passes these items over for them (sql._CLAIM) and a trigger refuses a lease or
-    # decision by them. Empty for every item that is not an escalation.
+    # the claim passes these items over for them (leases_sql._CLAIM) and a trigger refuses a
+    # lease or decision by them. Empty for every item that is not an escalation.
     excluded_reviewer_ids = ArrayField(
         models.BigIntegerField(),
         default=list,
@@ -391,8 +391,8 @@ class ReviewItem(models.Model):
     # know it exactly (evidence.arrival_evidence_hash); NULL otherwise, and from the first
     # change to the subject, payload or attachments on (item_evidence_hash_cleared clears it).
     # So it is the hash of the evidence the row holds, or nothing. The one-statement decide
-    # compares the form's hash with it (sql.CLOSE_AND_RECORD_DECISION); without it the decide
-    # hashes the row in Python.
+    # compares the form's hash with it (decisions_sql.CLOSE_AND_RECORD_DECISION); without it the
+    # decide hashes the row in Python.
     evidence_hash = models.CharField(  # noqa: DJ001
         max_length=64, null=True, blank=True, editable=False
     )
@@ -906,11 +906,11 @@ class ReviewSession(AbstractBaseSession):
     """A browser's session: Django's session row, with the user it signs in beside the data.
 
     Every signed-in request reads its session and then its user. With the user's id in a
-    column, queue_app/identity/sessions.py reads both in one statement (sql.SESSION_WITH_USER)
-    instead of two, and a user's sessions can be found without decoding every row. The
-    column is written from the data on every save (SessionStore.create_model_instance); the
-    data stays what decides who is signed in, so a column that disagrees with it only costs
-    the second read back.
+    column, queue_app/identity/sessions.py reads both in one statement
+    (identity_sql.SESSION_WITH_USER) instead of two, and a user's sessions can be found without
+    decoding every row. The column is written from the data on every save
+    (SessionStore.create_model_instance); the data stays what decides who is signed in, so a column
+    that disagrees with it only costs the second read back.
     """
 
     user = models.ForeignKey(

@@ -176,7 +176,7 @@ _db_options["options"] = " ".join(
     )
     if part
 )
-# The claim and decide statements bind their parameters on the server (queue_app.managers.
+# The claim and decide statements bind their parameters on the server (queue_app.db.runner.
 # run_together), and psycopg prepares a statement a connection has run 5 times, so the server
 # stops planning it anew. Django's own cursors bind on the client and never prepare, so this
 # touches nothing else. Turn it off behind a pooler that cannot carry prepared statements

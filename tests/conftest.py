@@ -204,7 +204,7 @@ def approve_as_shown(
 @pytest.fixture
 def two_statement_calls(monkeypatch) -> list[int]:
     """The items whose decide went the two-statement way (services.decisions._close_then_record),
-    not the one statement (sql.CLOSE_AND_RECORD_DECISION)."""
+    not the one statement (decisions_sql.CLOSE_AND_RECORD_DECISION)."""
     calls: list[int] = []
     original = decisions_service._close_then_record
 

@@ -16,8 +16,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection, transaction
 
-from queue_app import checkpoint, sql
+from queue_app import checkpoint
 from queue_app.chain import SEAL_LOCK_KEY, batch_hash, merkle_root, seal_all
+from queue_app.db.statements import chain as chain_sql
 from queue_app.models import ChainBatch, Decision
 from queue_app.services import claim_next
 from tests.blocking import Session, wait_until_blocked_by_me
@@ -120,7 +121,7 @@ def test_a_checkpoint_waits_for_a_seal_round_at_work_instead_of_leaving_entries_
     with transaction.atomic():
         # This connection is an apply worker's seal round that has taken the sealer's lock.
         with connection.cursor() as cursor:
-            cursor.execute(sql.TRY_SEAL_LOCK, {"key": SEAL_LOCK_KEY})
+            cursor.execute(chain_sql.TRY_SEAL_LOCK, {"key": SEAL_LOCK_KEY})
             assert cursor.fetchone()[0]
         other = Session(checkpoint.make_checkpoint)
         other.start()

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 
-from queue_app import sql
+from queue_app.db.statements import leases as leases_sql
 
 pytestmark = pytest.mark.django_db
 
@@ -61,7 +61,7 @@ def _assert_walks_partial_indexes(plan: str) -> None:
 def test_claim_uses_the_pending_and_leased_partial_indexes(queue, alice):
     _load_history(queue)
     plan = _plan(
-        sql.CLAIM_ITEMS,
+        leases_sql.CLAIM_ITEMS,
         {
             "queue_id": queue.pk,
             "owner_id": alice.pk,
@@ -85,7 +85,7 @@ def test_the_cached_plan_of_next_item_walks_the_same_indexes(queue, alice):
             names.append(match.group(1))
         return f"${names.index(match.group(1)) + 1}"
 
-    text = re.sub(r"%\((\w+)\)s", placeholder, sql.CLAIM_NEXT_ITEM).replace("%%", "%")
+    text = re.sub(r"%\((\w+)\)s", placeholder, leases_sql.CLAIM_NEXT_ITEM).replace("%%", "%")
     values = {
         "queue_id": queue.pk,
         "owner_id": alice.pk,

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from queue_app import sql
+from queue_app.db.statements import leases as leases_sql
 from queue_app.errors import InvalidBounds, NotPermitted, StaleLease
 from queue_app.models import ItemEvent, ReviewItem
 from queue_app.services import (
@@ -77,9 +77,9 @@ def test_the_consoles_claim_is_the_same_claim_returning_the_items_id(queue, alic
     ],
 )
 def test_the_consoles_claim_statements_differ_only_in_what_they_return(for_page, whole):
-    # One template each (sql._CLAIM, sql._RENEW_OWN_LIVE_LEASE): a change to the claim cannot
-    # reach one of the pair and not the other.
-    text, reference = getattr(sql, for_page), getattr(sql, whole)
+    # One template each (leases_sql._CLAIM, leases_sql._RENEW_OWN_LIVE_LEASE): a change to the
+    # claim cannot reach one of the pair and not the other.
+    text, reference = getattr(leases_sql, for_page), getattr(leases_sql, whole)
     returned = "id, trace_id, lease_count"
     assert text.replace(returned, "*").replace("i.id, i.trace_id, i.lease_count", "i.*") == (
         reference

@@ -1,7 +1,7 @@
 """A reviewer deactivated, or a superuser demoted, during a request is refused by the statement.
 
 The user object a request holds says what was true when the request began; the review access
-check (sql._MAY_REVIEW) reads is_active and is_superuser from auth_user in the statement that
+check (access_sql._MAY_REVIEW) reads is_active and is_superuser from auth_user in the statement that
 claims or decides, so offboarding someone stops their next write.
 """
 

@@ -1,4 +1,4 @@
-"""The decide in one statement (sql.CLOSE_AND_RECORD_DECISION) and the item's stored hash.
+"""The decide in one statement (decisions_sql.CLOSE_AND_RECORD_DECISION) and the item's stored hash.
 
 submit_decision first sends the whole decide as one statement; when one of its conditions does
 not hold it writes nothing and the two-statement decide runs. Both must leave exactly the same

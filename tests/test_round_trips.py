@@ -1,7 +1,7 @@
 """claim_next and submit_decision commit inside their last round trip; nothing half-written.
 
 These run as the outermost transaction with real commits (transaction=True), the path where
-managers.run_together sends the COMMIT with the statements. The tests in a test transaction
+runner.run_together sends the COMMIT with the statements. The tests in a test transaction
 cover the other path, where the atomic block ends with a savepoint release as usual.
 """
 
@@ -11,8 +11,8 @@ import psycopg
 import pytest
 from django.db import DatabaseError, DataError, connection, transaction
 
+from queue_app.db.runner import run_together
 from queue_app.errors import InvalidReason, NotPermitted
-from queue_app.managers import run_together
 from queue_app.models import Decision, EffectJob, EvidenceRule, ItemEvent, ReviewItem
 from queue_app.services import claim_next, submit_decision
 from tests.conftest import approve_as_shown, make_items, shown_hash
@@ -183,7 +183,7 @@ def test_a_claim_is_one_write_and_one_round_trip_with_its_begin_and_commit(
     # psycopg writes a pipeline's statements one by one and, outside autocommit, queues a
     # BEGIN and a Sync before each statement while the server has seen none; its COMMIT then
     # leaves for a round trip of its own. run_together writes BEGIN, the statements, COMMIT
-    # and one Sync at the sync (managers.send_at_sync, managers._transaction_as_written).
+    # and one Sync at the sync (runner.send_at_sync, runner._transaction_as_written).
     make_items(queue, 2)
     connection.ensure_connection()
     writes = _writes(monkeypatch)

@@ -3,7 +3,7 @@
 docs/scaling.md ("1,000x today") distributes the item, decision, outbox and event tables by
 queue_id on Citus. A statement is routed to one shard only if each of its reads and writes of a
 distributed table pins queue_id to a value it is given. This test parses every statement named
-in sql.HOT_PATH with PostgreSQL's own parser (pglast wraps libpg_query) and checks exactly that,
+in a HOT_PATH with PostgreSQL's own parser (pglast wraps libpg_query) and checks exactly that,
 so dropping a queue_id predicate from the claim, the renew, the release or the fenced close
 fails here, not on the day the schema moves.
 """
@@ -16,16 +16,19 @@ import pytest
 from pglast import ast, parse_sql
 from pglast.enums import BoolExprType
 
-from queue_app import sql, sql_lanes
+from queue_app.db import statements
+from queue_app.db.statements import lanes as lanes_sql
+from queue_app.db.statements import leases as leases_sql
+from queue_app.db.statements import outbox as outbox_sql
 
 # Inserts into these are routed by the row they insert; item events and lane outcomes have no
 # queue column yet and gain one with the move (docs/scaling.md, "1,000x today").
 INSERT_WITHOUT_QUEUE_YET = {"queue_app_itemevent", "queue_app_laneoutcome"}
 
-# Every statement on the two hot paths: a reviewer's (sql) and a second person's (sql_lanes).
-HOT_PATH = [(sql, name) for name in sql.HOT_PATH] + [
-    (sql_lanes, name) for name in sql_lanes.HOT_PATH
-]
+# Every statement on the two hot paths: a reviewer's (statements.HOT_PATH) and a second
+# person's (lanes_sql.HOT_PATH).
+STATEMENTS = statements.all_statements()
+HOT_PATH = [*statements.HOT_PATH, *lanes_sql.HOT_PATH]
 
 
 def _parse(statement: str) -> ast.Node:
@@ -94,7 +97,7 @@ def _tables_read_or_written(stmt: ast.Node) -> list[ast.RangeVar]:
         item = items.pop()
         if isinstance(item, ast.JoinExpr):
             items += [item.larg, item.rarg]
-        elif isinstance(item, ast.RangeVar) and item.relname in sql.DISTRIBUTED_TABLES:
+        elif isinstance(item, ast.RangeVar) and item.relname in statements.DISTRIBUTED_TABLES:
             found.append(item)
     return found
 
@@ -108,29 +111,25 @@ def shard_problems(statement: str) -> list[str]:
                 ref = table.alias.aliasname if table.alias else table.relname
                 if not _pins_queue(node.whereClause, ref):
                     problems.append(f"{table.relname} AS {ref}: no queue_id = <value> in WHERE")
-        elif isinstance(node, ast.InsertStmt) and node.relation.relname in sql.DISTRIBUTED_TABLES:
+        elif (
+            isinstance(node, ast.InsertStmt)
+            and node.relation.relname in statements.DISTRIBUTED_TABLES
+        ):
             columns = [c.name for c in node.cols or ()]
             if "queue_id" not in columns and node.relation.relname not in INSERT_WITHOUT_QUEUE_YET:
                 problems.append(f"INSERT INTO {node.relation.relname} without queue_id")
     return problems
 
 
-def _ids(entry: tuple) -> str:
-    module, name = entry
-    return f"{module.__name__.rsplit('.', 1)[-1]}.{name}"
+@pytest.mark.parametrize("name", HOT_PATH)
+def test_every_hot_path_statement_stays_on_one_shard(name):
+    assert shard_problems(STATEMENTS[name]) == []
 
 
-@pytest.mark.parametrize("entry", HOT_PATH, ids=_ids)
-def test_every_hot_path_statement_stays_on_one_shard(entry):
-    module, name = entry
-    assert shard_problems(getattr(module, name)) == []
-
-
-@pytest.mark.parametrize("entry", HOT_PATH, ids=_ids)
-def test_every_hot_path_statement_touches_a_distributed_table_or_a_queue(entry):
+@pytest.mark.parametrize("name", HOT_PATH)
+def test_every_hot_path_statement_touches_a_distributed_table_or_a_queue(name):
     # A sanity check on the checker: each statement it passes does name a queue.
-    module, name = entry
-    assert "%(queue_id)s" in getattr(module, name)
+    assert "%(queue_id)s" in STATEMENTS[name]
 
 
 @pytest.mark.parametrize(
@@ -154,7 +153,7 @@ def test_every_hot_path_statement_touches_a_distributed_table_or_a_queue(entry):
     ],
 )
 def test_it_fails_when_a_queue_predicate_is_dropped(name, predicate):
-    statement = getattr(sql, name, None) or getattr(sql_lanes, name)
+    statement = STATEMENTS[name]
     assert predicate in statement
     assert shard_problems(statement.replace(predicate, "", 1)) != []
 
@@ -173,5 +172,5 @@ def test_it_fails_on_a_lookup_by_item_id_alone():
 
 def test_the_cross_queue_statements_are_known_to_be_cross_queue():
     # Not on the hot path by design (docs/scaling.md): the checker says so too.
-    assert shard_problems(sql.CLAIM_DUE_EFFECT_JOBS) != []
-    assert shard_problems(sql.ESCALATE_ABANDONED) != []
+    assert shard_problems(outbox_sql.CLAIM_DUE_EFFECT_JOBS) != []
+    assert shard_problems(leases_sql.ESCALATE_ABANDONED) != []

@@ -24,11 +24,12 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from queue_app import sql
 from queue_app.console import clocks
 from queue_app.console.attachment_cards import attachment_cards
 from queue_app.console.clocks import home_deadline_counts, item_page_extras
 from queue_app.console.evidence import evidence_view
+from queue_app.db.runner import fetch_prepared_instances
+from queue_app.db.statements import items as items_sql
 from queue_app.errors import (
     EvidenceChanged,
     InvalidBounds,
@@ -42,7 +43,6 @@ from queue_app.errors import (
 )
 from queue_app.evidence import item_evidence_hash
 from queue_app.forms import DecisionForm, LeaseForm
-from queue_app.managers import fetch_prepared_instances
 from queue_app.models import REVIEW_VERDICTS, Decision, ItemState, Queue, ReviewItem
 from queue_app.rules import warnings_for
 from queue_app.services import (
@@ -137,7 +137,7 @@ def _queue_for(request: HttpRequest, slug: str) -> Queue:
     # One prepared statement: compiling the ORM's access join cost more client CPU than the
     # claim that follows (bench/web_versions.py).
     params = {"slug": slug, "owner_id": request.user.pk}
-    found = fetch_prepared_instances(Queue, sql.QUEUE_BY_SLUG_WITH_ACCESS, params)
+    found = fetch_prepared_instances(Queue, items_sql.QUEUE_BY_SLUG_WITH_ACCESS, params)
     if not found:
         raise Refusal(404, "There is no such queue.")
     if not found[0].may_review:
@@ -165,7 +165,7 @@ def _queue_of_item(request: HttpRequest, item_id: int) -> Queue:
     user = request.user
     params = {"item_id": item_id, "owner_id": user.pk}
     found = (
-        fetch_prepared_instances(Queue, sql.QUEUE_OF_ITEM_WITH_ACCESS, params)
+        fetch_prepared_instances(Queue, items_sql.QUEUE_OF_ITEM_WITH_ACCESS, params)
         if user.is_active
         else []
     )
@@ -551,7 +551,7 @@ def item_renew(request: HttpRequest, item_id: int) -> HttpResponse:
             lease_token=form.cleaned_data["lease_token"],
             queue_id=item.queue_id,
         )
-    except NotPermitted as exc:  # access revoked since the page was found (sql.RENEW_LEASE)
+    except NotPermitted as exc:  # access revoked since the page was found (leases_sql.RENEW_LEASE)
         if as_json:
             return heartbeat_refused(exc.message, 403)
         raise

@@ -9,9 +9,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.http import HttpRequest
 
-from queue_app import sql
+from queue_app.db.runner import fetch_prepared_instances
+from queue_app.db.statements import identity as identity_sql
 from queue_app.identity.sessions import user_read_with_session
-from queue_app.managers import fetch_prepared_instances
 
 
 def signed_in_user(user_id: Any) -> Any:
@@ -19,13 +19,13 @@ def signed_in_user(user_id: Any) -> Any:
 
     What the backends' get_user does on every signed-in request. The session's own read
     brought the user along when its row names this one (identity/sessions.py); otherwise one
-    prepared statement reads it (sql.USER_ROW), without compiling an ORM query each time
+    prepared statement reads it (identity_sql.USER_ROW), without compiling an ORM query each time
     (B8, docs/performance.md). The row and the instance are the same as the ORM's.
     """
     found, user = user_read_with_session(user_id)
     if found:
         return user
-    users = fetch_prepared_instances(get_user_model(), sql.USER_ROW, {"user_id": user_id})
+    users = fetch_prepared_instances(get_user_model(), identity_sql.USER_ROW, {"user_id": user_id})
     return users[0] if users else None
 
 

@@ -25,9 +25,9 @@ from django_otp import devices_for_user
 from django_otp.plugins.otp_static.models import StaticDevice, StaticToken
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from queue_app import sql
+from queue_app.db.runner import prepared_result
+from queue_app.db.statements import identity as identity_sql
 from queue_app.identity import oidc
-from queue_app.managers import prepared_result
 from queue_app.services.access import hold_permission
 
 #: Never gated: signing in and out, enrolment itself, the provider's callback, static files,
@@ -47,14 +47,14 @@ class MfaError(Exception):
 def holds_staff_power(user: Any) -> bool:
     """Whether the user holds a staff power: staff, superuser, or any permission, groups too.
 
-    The one rule of who must prove a second factor (sql._HOLDS_POWER). The session's read
+    The one rule of who must prove a second factor (identity_sql._HOLDS_POWER). The session's read
     brings the answer along with the user (identity/sessions.py); any other user object asks.
     """
     if not user.is_authenticated:
         return False
     known = getattr(user, "holds_power", None)
     if known is None:
-        rows = prepared_result(sql.USER_HOLDS_POWER, {"user_id": user.pk})[1]
+        rows = prepared_result(identity_sql.USER_HOLDS_POWER, {"user_id": user.pk})[1]
         known = bool(rows and rows[0][0])
     return bool(known)
 

@@ -3,7 +3,7 @@
 Every signed-in request loads its session, then the user the session names, before anything
 else happens: two statements, and on the reviewer's cycle a measurable share of its client and
 server CPU (B8, docs/performance.md). The sessions live in queue_app.ReviewSession, Django's session
-row with the user's id beside the data, so one prepared statement (sql.SESSION_WITH_USER)
+row with the user's id beside the data, so one prepared statement (identity_sql.SESSION_WITH_USER)
 reads the session and joins its user. AuthenticationMiddleware below hands that user to the
 backends' get_user (identity/backends.signed_in_user) for the one request that read it; Django's
 own get_user still decides, as always, whether the session signs anyone in (the backend, the
@@ -27,8 +27,8 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.functional import SimpleLazyObject
 
-from queue_app import sql
-from queue_app.managers import build_instances, prepared_result, split_result
+from queue_app.db.runner import build_instances, prepared_result, split_result
+from queue_app.db.statements import identity as identity_sql
 
 _USER_PREFIX = "user__"
 
@@ -38,12 +38,12 @@ _reading: contextvars.ContextVar[Any] = contextvars.ContextVar("session_being_re
 
 @cache
 def _session_with_user_statement(user_model: type) -> str:
-    """sql.SESSION_WITH_USER with the user's columns, as the model has them."""
+    """identity_sql.SESSION_WITH_USER with the user's columns, as the model has them."""
     columns = ", ".join(
         f'u."{field.column}" AS "{_USER_PREFIX}{field.column}"'
         for field in user_model._meta.concrete_fields
     )
-    return sql.SESSION_WITH_USER.format(user_columns=columns)
+    return identity_sql.SESSION_WITH_USER.format(user_columns=columns)
 
 
 def _named_user_id(data: dict[str, Any]) -> int | None:

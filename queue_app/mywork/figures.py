@@ -1,4 +1,4 @@
-"""Read one reviewer's figures for My work (statements in queue_app/mywork/sql.py)."""
+"""Read one reviewer's figures for My work (statements in queue_app/db/statements/mywork.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from datetime import date, datetime, time, timedelta
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from queue_app.db.runner import fetch_dicts
+from queue_app.db.statements import mywork as mywork_sql
 from queue_app.lanes import Rate
-from queue_app.managers import fetch_dicts
 from queue_app.models import Decision, DecisionStatus, ItemState, ReviewItem
-from queue_app.mywork import sql
 from queue_app.ops.lanes import interval_text, percent
 from queue_app.services.agreement import Agreement, agreement_of, qa_review_rows
 
@@ -148,7 +148,7 @@ def my_work(*, reviewer_id: int, now: datetime | None = None) -> MyWork:
         "month": now - MONTH,
     }
     counts: dict[int, QueueCounts] = {}
-    for row in fetch_dicts(sql.MY_DECISION_COUNTS, params):
+    for row in fetch_dicts(mywork_sql.MY_DECISION_COUNTS, params):
         queue = counts.setdefault(row["queue_id"], QueueCounts(row["queue_id"], row["queue_name"]))
         queue.verdicts.append(
             VerdictCounts(
@@ -172,7 +172,7 @@ def my_work(*, reviewer_id: int, now: datetime | None = None) -> MyWork:
             month_p50=_seconds(row["month_p50"]),
             month_p90=_seconds(row["month_p90"]),
         )
-        for row in fetch_dicts(sql.MY_HANDLING_TIME, params)
+        for row in fetch_dicts(mywork_sql.MY_HANDLING_TIME, params)
     ]
     # Queues first by name, the all-queues row last (and only when there is more than one queue).
     handling.sort(key=lambda h: (h.queue_id is None, h.name))
@@ -200,7 +200,7 @@ def my_holds(*, reviewer_id: int, limit: int = HOLDS_LIMIT) -> list[MyHold]:
     """The items the reviewer put on hold that are still held, soonest back first."""
     return [
         MyHold(**row)
-        for row in fetch_dicts(sql.MY_HOLDS, {"reviewer": reviewer_id, "limit": limit})
+        for row in fetch_dicts(mywork_sql.MY_HOLDS, {"reviewer": reviewer_id, "limit": limit})
     ]
 
 

@@ -1,6 +1,6 @@
 """Deadline and hold figures for /ops/, /metrics and doctor.
 
-Two aggregate statements (ops/sql.py SLA_OPEN, SLA_DECISIONS) answer for every queue at once.
+Two aggregate statements (ops_sql.SLA_OPEN, SLA_DECISIONS) answer for every queue at once.
 Time-to-deadline at decision is "how much time was left when the verdict came": p50 and p90
 over the last 24 hours, negative when the decision was late.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from queue_app.managers import fetch_dicts
+from queue_app.db.runner import fetch_dicts
+from queue_app.db.statements import ops as ops_sql
 from queue_app.models import Queue
-from queue_app.ops import sql
 from queue_app.services.deadlines import span_words
 from reviewconsole.routers import read_alias
 
@@ -47,13 +47,13 @@ def read_sla(*, hours: int = SLA_WINDOW_HOURS) -> list[SlaFigures]:
         q.id: SlaFigures(queue_id=q.id, slug=q.slug, name=q.name)
         for q in Queue.objects.using(read_alias()).order_by("slug")
     }
-    for row in fetch_dicts(sql.SLA_OPEN, {}, using=read_alias()):
+    for row in fetch_dicts(ops_sql.SLA_OPEN, {}, using=read_alias()):
         if (f := figures.get(row["queue_id"])) is not None:
             f.breached, f.at_risk = row["breached"], row["at_risk"]
             f.breached_checks = row["breached_checks"]
             f.on_hold, f.due_back = row["on_hold"], row["due_back"]
             f.oldest_hold_age = _seconds(row["oldest_hold_seconds"])
-    for row in fetch_dicts(sql.SLA_DECISIONS, {"hours": hours}, using=read_alias()):
+    for row in fetch_dicts(ops_sql.SLA_DECISIONS, {"hours": hours}, using=read_alias()):
         if (f := figures.get(row["queue_id"])) is not None:
             f.decided_with_deadline, f.decided_late = row["samples"], row["late"]
             f.ttd_p50, f.ttd_p90 = _seconds(row["p50"]), _seconds(row["p90"])

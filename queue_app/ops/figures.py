@@ -12,9 +12,9 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 
-from queue_app.managers import fetch_dicts
+from queue_app.db.runner import fetch_dicts
+from queue_app.db.statements import ops as ops_sql
 from queue_app.models import Queue
-from queue_app.ops import sql
 from reviewconsole.routers import read_alias
 
 # Decision-based figures look back this far: long enough to smooth a quiet queue, short
@@ -160,7 +160,7 @@ def _read_open_work() -> dict[int, QueueFigures]:
         )
         for q in Queue.objects.order_by("slug")
     }
-    for row in fetch_dicts(sql.OPEN_WORK, {"top_bucket": TOP_LEASE_BUCKET}, using=read_alias()):
+    for row in fetch_dicts(ops_sql.OPEN_WORK, {"top_bucket": TOP_LEASE_BUCKET}, using=read_alias()):
         figures = queues.get(row["queue_id"])
         if figures is None:  # a queue created after the list above was read
             continue
@@ -193,7 +193,7 @@ def read_snapshot(*, window_hours: int = WINDOW_HOURS, blocked: bool = True) -> 
 
     hourly: dict[int, list[tuple[datetime, int]]] = defaultdict(list)
     overturns: dict[int, int] = defaultdict(int)
-    for row in fetch_dicts(sql.DECISIONS_PER_HOUR, {"hours": window_hours}, using=read_alias()):
+    for row in fetch_dicts(ops_sql.DECISIONS_PER_HOUR, {"hours": window_hours}, using=read_alias()):
         hourly[row["queue_id"]].append((row["hour"], row["decisions"]))
         overturns[row["queue_id"]] += row["overturns"]
     for queue_id, series in hourly.items():
@@ -201,14 +201,14 @@ def read_snapshot(*, window_hours: int = WINDOW_HOURS, blocked: bool = True) -> 
             queues[queue_id].decisions_per_hour = series
             queues[queue_id].overturns_last_window = overturns[queue_id]
 
-    for row in fetch_dicts(sql.TIME_TO_DECISION, {"hours": window_hours}, using=read_alias()):
+    for row in fetch_dicts(ops_sql.TIME_TO_DECISION, {"hours": window_hours}, using=read_alias()):
         if (figures := queues.get(row["queue_id"])) is not None:
             figures.ttd_samples = row["samples"]
             figures.ttd_p50 = _seconds(row["p50"])
             figures.ttd_p90 = _seconds(row["p90"])
             figures.ttd_p99 = _seconds(row["p99"])
 
-    for row in fetch_dicts(sql.REASON_SHARES, {"hours": window_hours}, using=read_alias()):
+    for row in fetch_dicts(ops_sql.REASON_SHARES, {"hours": window_hours}, using=read_alias()):
         if (figures := queues.get(row["queue_id"])) is not None:
             figures.reason_shares.setdefault(row["verdict"], []).append(
                 ReasonShare(
@@ -219,7 +219,7 @@ def read_snapshot(*, window_hours: int = WINDOW_HOURS, blocked: bool = True) -> 
                 )
             )
 
-    for row in fetch_dicts(sql.APPLY_STATE, {"overdue_after": alert_after}, using=read_alias()):
+    for row in fetch_dicts(ops_sql.APPLY_STATE, {"overdue_after": alert_after}, using=read_alias()):
         if (figures := queues.get(row["queue_id"])) is not None:
             figures.unapplied = row["unapplied"]
             figures.unapplied_overdue = row["overdue"]
@@ -237,7 +237,7 @@ def read_snapshot(*, window_hours: int = WINDOW_HOURS, blocked: bool = True) -> 
             last_error=row["last_error"],
             decided_at=row["decided_at"],
         )
-        for row in fetch_dicts(sql.DEAD_JOBS, {"limit": DEAD_JOBS_SHOWN}, using=read_alias())
+        for row in fetch_dicts(ops_sql.DEAD_JOBS, {"limit": DEAD_JOBS_SHOWN}, using=read_alias())
     ]
     blocked = [
         BlockedItem(
@@ -251,7 +251,7 @@ def read_snapshot(*, window_hours: int = WINDOW_HOURS, blocked: bool = True) -> 
             waiting_for=_seconds(row["waiting_seconds"]),
         )
         for row in (
-            fetch_dicts(sql.BLOCKED_EFFECTS, {"limit": BLOCKED_SHOWN}, using=read_alias())
+            fetch_dicts(ops_sql.BLOCKED_EFFECTS, {"limit": BLOCKED_SHOWN}, using=read_alias())
             if blocked
             else []
         )

@@ -15,9 +15,9 @@ from typing import Any
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from queue_app import sql_lanes
+from queue_app.db.runner import fetch_dicts
+from queue_app.db.statements import lanes as lanes_sql
 from queue_app.lanes import Rate
-from queue_app.managers import fetch_dicts
 from queue_app.models import LaneKind
 from queue_app.services.agreement import (
     Agreement,
@@ -73,11 +73,11 @@ def read_lane_figures(*, window: timedelta = WINDOW) -> LaneFigures:
             oldest=r["oldest"],
             oldest_age=r["now"] - r["oldest"],
         )
-        for r in fetch_dicts(sql_lanes.LANE_BACKLOG_NAMED, {}, using=using)
+        for r in fetch_dicts(lanes_sql.LANE_BACKLOG_NAMED, {}, using=using)
     ]
     returns = {
         r["slug"]: Rate(r["returned"], r["total"])
-        for r in fetch_dicts(sql_lanes.CHECKS_FINISHED, {"window": window}, using=using)
+        for r in fetch_dicts(lanes_sql.CHECKS_FINISHED, {"window": window}, using=using)
     }
     for b in backlog:
         rate = returns.get(b.slug)

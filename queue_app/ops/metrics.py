@@ -16,8 +16,8 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
-from queue_app.managers import fetch_dicts
-from queue_app.ops import sql
+from queue_app.db.runner import fetch_dicts
+from queue_app.db.statements import ops as ops_sql
 from queue_app.ops.clocks import SLA_WINDOW_HOURS, SlaFigures, read_sla
 from queue_app.ops.figures import OpsSnapshot, read_snapshot
 
@@ -142,7 +142,7 @@ def exposition(*, accept: str = "", snapshot: OpsSnapshot | None = None) -> tupl
     # The sealed log: what waits for the sealer. From the primary, as doctor reads
     # it: the lists are short, and a lagging replica would show entries sealed since as waiting
     # (its age grows with the lag), an alarm about the sealer that is really about the replica.
-    [backlog] = fetch_dicts(sql.SEALING_BACKLOG, {})
+    [backlog] = fetch_dicts(ops_sql.SEALING_BACKLOG, {})
     registry.register(SealingCollector(backlog))
     return encoder(registry), content_type
 

@@ -11,8 +11,8 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import connection
 
+from queue_app.db.runner import set_local_timeouts
 from queue_app.errors import StaleLease
-from queue_app.managers import set_local_timeouts
 
 logger = logging.getLogger("queue_app")
 

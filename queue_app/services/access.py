@@ -6,9 +6,9 @@ from django.core.exceptions import PermissionDenied
 from django.db import connection
 from django.db.models import Q, QuerySet
 
-from queue_app import sql
+from queue_app.db.runner import fetch_dicts
+from queue_app.db.statements import access as access_sql
 from queue_app.errors import NotPermitted
-from queue_app.managers import fetch_dicts
 from queue_app.models import Queue, ReviewItem
 from queue_app.services._common import User
 
@@ -49,7 +49,7 @@ def user_can_review(*, user: User, queue: Queue | int) -> bool:
 def require_may_send_evidence(*, user_id: int, queue_id: int) -> None:
     """Refuse an API client's service user that may no longer send evidence to this queue.
 
-    Called inside the transaction that writes (sql.MAY_SEND_EVIDENCE): the API's own checks
+    Called inside the transaction that writes (access_sql.MAY_SEND_EVIDENCE): the API's own checks
     read the client as it was when the request began.
     """
     if not ReviewItem.objects.may_send_evidence(queue_id=queue_id, user_id=user_id):
@@ -63,15 +63,16 @@ def hold_permission(*, user: User, perm: str, refusal: str) -> None:
     database reads it now, and keep it held until the caller's transaction ends.
 
     For an administrator's write, after the view's has_perm (cached for the request) and
-    before the write itself, inside the transaction that writes: sql.HOLD_PERMISSION locks the
-    rows granting the permission, so a revocation either committed first and is seen here, or
+    before the write itself, inside the transaction that writes: access_sql.HOLD_PERMISSION locks
+    the rows granting the permission, so a revocation either committed first and is seen here, or
     waits until this write has committed.
     """
     if not connection.in_atomic_block:
         raise RuntimeError("hold_permission outside a transaction would hold nothing")
     app_label, codename = perm.split(".", 1)
     [row] = fetch_dicts(
-        sql.HOLD_PERMISSION, {"user_id": user.pk, "app_label": app_label, "codename": codename}
+        access_sql.HOLD_PERMISSION,
+        {"user_id": user.pk, "app_label": app_label, "codename": codename},
     )
     if not row["held"]:
         raise PermissionDenied(refusal)

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from queue_app import sql_lanes
+from queue_app.db.runner import fetch_dicts
+from queue_app.db.statements import lanes as lanes_sql
 from queue_app.lanes import Rate, kappa_from_table
-from queue_app.managers import fetch_dicts
 
 DEFAULT_WINDOW = timedelta(days=30)
 
@@ -35,7 +35,7 @@ def qa_review_rows(
     """Every QA review in the window with its sampled decision (one statement); only those of
     one original reviewer's decisions when reviewer_id is given."""
     return fetch_dicts(
-        sql_lanes.QA_REVIEWS_IN_WINDOW,
+        lanes_sql.QA_REVIEWS_IN_WINDOW,
         {"window": window, "queue_id": queue_id, "reviewer_id": reviewer_id},
         using=using,
     )

@@ -10,7 +10,7 @@ Surfaces that show decisions ask blinded_item_ids (or is_blind_to) and drop what
 console/views.py (the item page), services/subjects.py (the subject list), console/lanes.py
 (lane pages), admin/blindness.py (the admin's item, decision and lane pages). The API, My
 work and the exports need nothing: an API client's service user never holds a lane task
-(sql_lanes._MAY_WORK_LANE), My work shows a reviewer only their own decisions, which the
+(lanes_sql._MAY_WORK_LANE), My work shows a reviewer only their own decisions, which the
 lane triggers never let them QA, and the exports are files an operator writes from a shell.
 """
 

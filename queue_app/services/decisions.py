@@ -11,6 +11,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.db.models.functions import Coalesce
 
+from queue_app.db.runner import is_missing_reason
 from queue_app.errors import (
     AlreadySuperseded,
     EvidenceChanged,
@@ -23,7 +24,6 @@ from queue_app.errors import (
 )
 from queue_app.evidence import item_evidence_hash, row_evidence_hash, row_payload
 from queue_app.lanes import QA_VERDICTS, check_needed, qa_draw, qa_sampled
-from queue_app.managers import is_missing_reason
 from queue_app.models import (
     CORRECTED_VERDICTS,
     REVIEW_VERDICTS,
@@ -100,10 +100,10 @@ def submit_decision(
         "statement_timeout_ms": settings.REVIEW_STATEMENT_TIMEOUT_MS,
     }
     try:
-        # One statement when every check can be made in SQL (sql.CLOSE_AND_RECORD_DECISION);
-        # when one does not hold it writes nothing, and the two-statement decide below runs
-        # the checks again and says which failed (or records the decision, when all that was
-        # missing was the item's stored hash).
+        # One statement when every check can be made in SQL
+        # (decisions_sql.CLOSE_AND_RECORD_DECISION); when one does not hold it writes nothing, and
+        # the two-statement decide below runs the checks again and says which failed (or records the
+        # decision, when all that was missing was the item's stored hash).
         with transaction.atomic():
             decision = Decision.objects.close_and_record(
                 item_id=item_id,
@@ -346,7 +346,7 @@ def overturn_decision(
         item = target.item
         # An overturn is a decision like any other: a corrected verdict the queue's check
         # policy covers waits for a second person's confirmation before its effect, through
-        # the same lane as a reviewer's (INSERT_DECISION, sql_lanes.CONFIRM_CHECK).
+        # the same lane as a reviewer's (INSERT_DECISION, lanes_sql.CONFIRM_CHECK).
         needs_check = check_needed(
             policies=CheckPolicy.objects.filter(queue_id=target.queue_id).values(
                 "verdict", "path", "threshold"

@@ -1,8 +1,8 @@
 """Stored evidence hashes for open items that arrived without one (manage.py
 backfill_evidence_hashes).
 
-ReviewItem.evidence_hash lets a decide be one statement (sql.CLOSE_AND_RECORD_DECISION). Items
-that came in before migration 0024, or whose payload jsonb does not store exactly as written
+ReviewItem.evidence_hash lets a decide be one statement (decisions_sql.CLOSE_AND_RECORD_DECISION).
+Items that came in before migration 0024, or whose payload jsonb does not store exactly as written
 (an integral Decimal, a negative zero: evidence.arrival_evidence_hash), have none and decide in
 two statements, hashing the row in Python. Here each such open item gets the hash of its row as
 it is stored: the hash the item page puts in the form and the two-statement decide computes.
@@ -21,32 +21,8 @@ from typing import Any
 
 from django.db import connection, transaction
 
+from queue_app.db.statements import evidence as evidence_sql
 from queue_app.evidence import row_evidence_hash
-
-# The states a decision can still be made in: the ones a stored hash can serve.
-_OPEN = "('pending', 'leased', 'held')"
-
-UNHASHED_OPEN_ITEMS = f"""
-SELECT id, subject, payload::text AS payload, attachments::text AS attachments
-  FROM queue_app_reviewitem
- WHERE id > %(after)s AND evidence_hash IS NULL AND state IN {_OPEN}
- ORDER BY id
- LIMIT %(batch)s
-"""
-
-STORE_EVIDENCE_HASHES = f"""
-UPDATE queue_app_reviewitem AS i
-   SET evidence_hash = u.hash
-  FROM unnest(%(ids)s::bigint[], %(hashes)s::text[], %(subjects)s::text[],
-              %(payloads)s::text[], %(attachments)s::text[])
-       AS u(id, hash, subject, payload, attachments)
- WHERE i.id = u.id
-   AND i.evidence_hash IS NULL
-   AND i.state IN {_OPEN}
-   AND i.subject = u.subject
-   AND i.payload::text = u.payload
-   AND i.attachments::text = u.attachments
-"""
 
 
 @dataclass
@@ -58,7 +34,7 @@ class Batch:
 
 def read_unhashed(*, after: int, batch: int) -> list[dict[str, Any]]:
     with connection.cursor() as cursor:
-        cursor.execute(UNHASHED_OPEN_ITEMS, {"after": after, "batch": batch})
+        cursor.execute(evidence_sql.UNHASHED_OPEN_ITEMS, {"after": after, "batch": batch})
         names = [col.name for col in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
@@ -75,7 +51,7 @@ def store_hashes(rows: list[dict[str, Any]]) -> int:
         "attachments": [row["attachments"] for row in rows],
     }
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(STORE_EVIDENCE_HASHES, params)
+        cursor.execute(evidence_sql.STORE_EVIDENCE_HASHES, params)
         return cursor.rowcount
 
 

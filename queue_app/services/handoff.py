@@ -3,7 +3,7 @@
 An escalated item is a hand-off to a second person. It says who sent it on, when, why (their
 reason and note) and from which item and decision; the original says where it went. Nobody who
 decided earlier in the chain, and nobody who abandoned the item before it was moved, may lease
-or decide it: the claim passes it over for them (sql._CLAIM) and the database refuses it
+or decide it: the claim passes it over for them (leases_sql._CLAIM) and the database refuses it
 (the reviewitem_handoff_guard and decision_handoff triggers). The functions here read what
 the console, the admin and the API show.
 """

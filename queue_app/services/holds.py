@@ -1,9 +1,9 @@
 """Holds: a reviewer parks an item awaiting information; it comes back by itself, or sooner.
 
 A hold is written by the lease holder, fenced by the lease token like decide and release
-(sql.HOLD_ITEM). A held item is in no claim index but item_held_until, so nobody can claim it
-before its resume time; the first claim after it takes it (sql._CLAIM, "resumed"), with no
-sweeper. Replacing its evidence through the API brings it back at once (sql.RESUME_HELD_ITEM).
+(holds_sql.HOLD_ITEM). A held item is in no claim index but item_held_until, so nobody can claim it
+before its resume time; the first claim after it takes it (leases_sql._CLAIM, "resumed"), with no
+sweeper. Replacing its evidence through the API brings it back at once (holds_sql.RESUME_HELD_ITEM).
 The deadline clock pauses while held: due_at moves by exactly the time spent on hold.
 """
 

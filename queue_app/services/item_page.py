@@ -2,8 +2,8 @@
 
 One ORM query for each (decisions, reason codes, evidence rules, hold reasons) would be four
 round trips, and Django compiling four querysets per page view, which cost more client CPU
-than rendering the page (B8, docs/performance.md). Here the statements of queue_app.sql
-go to the server together (managers.run_together), bound on the server and prepared after a
+than rendering the page (B8, docs/performance.md). Here the statements of items_sql
+go to the server together (runner.run_together), bound on the server and prepared after a
 few runs, and come back as model instances with their related rows attached, so the template
 and the helpers it calls (warnings_for, the hold form) read them without another query.
 
@@ -19,8 +19,8 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 
-from queue_app import sql
-from queue_app.managers import Result, build_instances, run_together, split_result
+from queue_app.db.runner import Result, build_instances, run_together, split_result
+from queue_app.db.statements import items as items_sql
 from queue_app.models import (
     REVIEW_VERDICTS,
     Decision,
@@ -68,7 +68,7 @@ def read_item_page(*, item_id: int, user_id: int) -> tuple[ReviewItem | None, Pa
     every row its page shows, in one round trip.
 
     The page's statements go with the item's read and find its queue through it
-    (sql.PAGE_ITEM_*): one round trip for the item page instead of two. The caller decides
+    (items_sql.PAGE_ITEM_*): one round trip for the item page instead of two. The caller decides
     from the item whether the user may see it; whatever else was read is then dropped.
     """
     statement, params = ReviewItem.objects.with_queue_and_access_statement(
@@ -83,12 +83,12 @@ def _page_steps(item_id: int) -> list[tuple[str, dict[str, Any]]]:
     lease holder) through the item."""
     params = {"item_id": item_id}
     return [
-        (sql.ITEM_DECISIONS, params),
-        (sql.PAGE_ITEM_REASON_CODES, params),
-        (sql.PAGE_ITEM_EVIDENCE_RULES, params),
-        (sql.PAGE_ITEM_HOLD_REASONS, params),
-        (sql.PAGE_ITEM_LEASE_HOLDER, params),
-        (sql.PAGE_ITEM_RETURNS, params),
+        (items_sql.ITEM_DECISIONS, params),
+        (items_sql.PAGE_ITEM_REASON_CODES, params),
+        (items_sql.PAGE_ITEM_EVIDENCE_RULES, params),
+        (items_sql.PAGE_ITEM_HOLD_REASONS, params),
+        (items_sql.PAGE_ITEM_LEASE_HOLDER, params),
+        (items_sql.PAGE_ITEM_RETURNS, params),
     ]
 
 

@@ -1,7 +1,7 @@
 """Second-person work: Next check / QA / adjudication, and finishing each, fenced by its lease.
 
-One claim for every lane (sql_lanes.CLAIM_LANE_TASK, parametrised by kind), one fence for every
-finish (sql_lanes._FINISH). The database refuses a maker checking their own decision and a
+One claim for every lane (lanes_sql.CLAIM_LANE_TASK, parametrised by kind), one fence for every
+finish (lanes_sql._FINISH). The database refuses a maker checking their own decision and a
 reviewer QA-ing their own (queue_app_lane_barred); the checks here only say it in words first.
 """
 
@@ -14,7 +14,10 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from queue_app import sql, sql_lanes
+from queue_app.db.runner import Result, build_instances, fetch_dicts, run_together
+from queue_app.db.statements import access as access_sql
+from queue_app.db.statements import lanes as lanes_sql
+from queue_app.db.statements import outbox as outbox_sql
 from queue_app.errors import (
     EvidenceChanged,
     InvalidBounds,
@@ -26,12 +29,6 @@ from queue_app.errors import (
 from queue_app.evidence import attachments_of, evidence_hash
 from queue_app.jsonutil import stored_loads
 from queue_app.lanes import QA_VERDICTS, qa_sampled
-from queue_app.managers import (
-    Result,
-    build_instances,
-    fetch_dicts,
-    run_together,
-)
 from queue_app.models import (
     ApiClient,
     Decision,
@@ -106,7 +103,7 @@ def claim_lane_task(*, queue: Queue, kind: str, user: User) -> LaneTask | None:
         "ttl": queue.lease_ttl,
     }
     try:
-        tasks = build_instances(LaneTask, _bounded_write(sql_lanes.CLAIM_LANE_TASK, params))
+        tasks = build_instances(LaneTask, _bounded_write(lanes_sql.CLAIM_LANE_TASK, params))
     except IntegrityError as exc:
         if "second person" not in str(exc):
             raise
@@ -114,7 +111,7 @@ def claim_lane_task(*, queue: Queue, kind: str, user: User) -> LaneTask | None:
         # trigger refused a part committed since (the claimer's own overturn in another tab,
         # waited for on the item's lock). A second claim sees it and passes over the task.
         try:
-            tasks = build_instances(LaneTask, _bounded_write(sql_lanes.CLAIM_LANE_TASK, params))
+            tasks = build_instances(LaneTask, _bounded_write(lanes_sql.CLAIM_LANE_TASK, params))
         except IntegrityError as again:
             _refuse_barred(again)
             raise
@@ -134,7 +131,7 @@ def release_lane_task(
     """Give a task back to its lane, fenced by the token.
 
     queue_id, here and in every finish, is the queue of the task the caller shows (its
-    statements find the task by id and queue: sql_lanes.HOT_PATH); without it the task's is
+    statements find the task by id and queue: lanes_sql.HOT_PATH); without it the task's is
     read first, one primary-key read.
     """
     params = {
@@ -143,7 +140,7 @@ def release_lane_task(
         "lease_token": parse_token(lease_token),
         "owner_id": user.pk,
     }
-    _, rows = _bounded_write(sql_lanes.RELEASE_LANE_TASK, params)
+    _, rows = _bounded_write(lanes_sql.RELEASE_LANE_TASK, params)
     if not rows:
         raise StaleLease(_stale_message(task_id))
 
@@ -160,7 +157,7 @@ def renew_lane_task(
         "lease_token": parse_token(lease_token),
         "owner_id": user.pk,
     }
-    _, rows = _bounded_write(sql_lanes.RENEW_LANE_TASK, params)
+    _, rows = _bounded_write(lanes_sql.RENEW_LANE_TASK, params)
     if not rows:
         raise StaleLease(_stale_message(task_id))
     return rows[0][0]  # RETURNING lease_expires
@@ -193,7 +190,7 @@ def _bounded_write(statement: str, params: dict[str, Any]) -> Result:
     """
     with transaction.atomic():
         _, result = run_together(
-            [(sql.SET_LOCAL_TIMEOUTS, _timeouts()), (statement, params)], commit=True
+            [(access_sql.SET_LOCAL_TIMEOUTS, _timeouts()), (statement, params)], commit=True
         )
     return result
 
@@ -222,7 +219,7 @@ def _lock(
         **_timeouts(),
     }
     _, (columns, rows) = run_together(
-        [(sql.SET_LOCAL_TIMEOUTS, params), (sql_lanes.LOCK_LANE_TASK, params)]
+        [(access_sql.SET_LOCAL_TIMEOUTS, params), (lanes_sql.LOCK_LANE_TASK, params)]
     )
     if not rows:
         raise StaleLease(_stale_message(task_id))
@@ -279,7 +276,7 @@ def _finish(
     [finished] = run_together(
         [(statement, values)],
         commit=True,
-        after_commit=[(sql.WAKE_APPLY_WORKERS, {})] if wake else (),
+        after_commit=[(outbox_sql.WAKE_APPLY_WORKERS, {})] if wake else (),
     )
     outcomes = build_instances(LaneOutcome, finished)
     if not outcomes:  # cannot happen under LOCK_LANE_TASK's row lock; said plainly if it does
@@ -353,7 +350,7 @@ def confirm_check(
             if now_hash != row["evidence_hash"]:
                 changed = True
                 outcome = _finish(
-                    sql_lanes.RETURN_CHECK,
+                    lanes_sql.RETURN_CHECK,
                     row=row,
                     user=user,
                     result=LaneResult.RETURNED,
@@ -368,7 +365,7 @@ def confirm_check(
                     rate_percent=row["qa_rate"],
                 )
                 outcome = _finish(
-                    sql_lanes.CONFIRM_CHECK,
+                    lanes_sql.CONFIRM_CHECK,
                     row=row,
                     user=user,
                     result=LaneResult.CONFIRMED,
@@ -408,7 +405,7 @@ def return_check(
                 task_id=task_id, queue_id=queue_id, kind=LaneKind.CHECK, user=user, token=token
             )
             outcome = _finish(
-                sql_lanes.RETURN_CHECK, row=row, user=user, result=LaneResult.RETURNED, note=note
+                lanes_sql.RETURN_CHECK, row=row, user=user, result=LaneResult.RETURNED, note=note
             )
     except IntegrityError as exc:
         _word_outcome_refusal(exc)
@@ -442,7 +439,7 @@ def record_qa_review(
                 task_id=task_id, queue_id=queue_id, kind=LaneKind.QA, user=user, token=token
             )
             outcome = _finish(
-                sql_lanes.RECORD_QA_REVIEW,
+                lanes_sql.RECORD_QA_REVIEW,
                 row=row,
                 user=user,
                 result=LaneResult.REVIEWED,
@@ -516,7 +513,7 @@ def adjudicate(
                 )
                 overturn_id = overturn.pk
             outcome = _finish(
-                sql_lanes.FINISH_ADJUDICATION,
+                lanes_sql.FINISH_ADJUDICATION,
                 row=row,
                 user=user,
                 result=(
@@ -542,7 +539,7 @@ def lanes_for_user(*, user: User, queue_ids: list[int] | None = None) -> list[di
     """The lanes a user may work, per queue, with their backlog (for the console's home).
 
     queue_ids: the queues the user reviews, when the caller has read them already. One
-    statement (sql_lanes.LANES_FOR_USER). A lane is listed when it has work, or when it is set
+    statement (lanes_sql.LANES_FOR_USER). A lane is listed when it has work, or when it is set
     up (a check policy, a QA rate); adjudication only when there is something to settle.
     """
     if not user.is_authenticated:
@@ -550,7 +547,7 @@ def lanes_for_user(*, user: User, queue_ids: list[int] | None = None) -> list[di
     if queue_ids is None:
         queue_ids = list(queues_for_user(user=user).values_list("pk", flat=True))
     rows = fetch_dicts(
-        sql_lanes.LANES_FOR_USER,
+        lanes_sql.LANES_FOR_USER,
         {"owner_id": user.pk, "queue_ids": queue_ids},
     )
     return [

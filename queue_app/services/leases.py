@@ -91,7 +91,7 @@ def claim_batch(*, queue: Queue, worker: User, n: int, ttl: timedelta) -> list[R
         raise InvalidBounds("lease duration must be between 1 second and 1 hour")
     with transaction.atomic():
         guard_timeouts()
-        # The claim itself refuses a worker who may not review the queue (sql.CLAIM_ITEMS, as
+        # The claim itself refuses a worker who may not review the queue (leases_sql.CLAIM_ITEMS, as
         # the statement runs); only an empty batch needs the question asked, to say why.
         items = ReviewItem.objects.claim(
             queue_id=queue.pk,

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from django.db import transaction
 from django.db.models.functions import Now
 
-from queue_app.managers import wake_apply_workers_after_commit
+from queue_app.db.runner import wake_apply_workers_after_commit
 from queue_app.models import EffectJob
 from queue_app.services._common import User, log_extra, logger
 from queue_app.services.access import hold_permission

@@ -10,7 +10,7 @@ from queue_app.services.blindness import blinded_item_ids
 
 SUBJECT_HISTORY_LIMIT = 20
 
-# What a subject row may say of its item's decisions (sql.SUBJECT_HISTORY's standing decision;
+# What a subject row may say of its item's decisions (items_sql.SUBJECT_HISTORY's standing decision;
 # names a row does not have are set to None harmlessly).
 BLINDED_COLUMNS = (
     "verdict",
@@ -30,8 +30,8 @@ def subject_history(
     """Return the subject's items in queues the user may review, newest first, at most limit.
 
     Items in any other queue are never returned, not even counted: the access rule is the
-    claim's own (sql._MAY_READ: any scope will do for an API client), applied in the one
-    indexed query (sql.SUBJECT_HISTORY).
+    claim's own (access_sql._MAY_READ: any scope will do for an API client), applied in the one
+    indexed query (items_sql.SUBJECT_HISTORY).
     """
     if not subject_key or not user.is_authenticated or not user.is_active:
         return []

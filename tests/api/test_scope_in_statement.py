@@ -1,8 +1,8 @@
 """An API client's revocation or lost scope stops its next claim, decision or intake write.
 
 The API checks scope and grant against the client it loaded when the request began. The
-statements that claim, hold and decide read the client again (sql._MAY_REVIEW), and so do the
-intake services inside the transaction that writes (sql.MAY_SEND_EVIDENCE), so a client
+statements that claim, hold and decide read the client again (access_sql._MAY_REVIEW), and so do the
+intake services inside the transaction that writes (access_sql.MAY_SEND_EVIDENCE), so a client
 revoked or stripped of its scope between those checks and the write gets nothing.
 """
 
@@ -13,10 +13,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from queue_app import sql
 from queue_app.api import adjudication
+from queue_app.db.runner import fetch_dicts
+from queue_app.db.statements import leases as leases_sql
 from queue_app.errors import NotPermitted
-from queue_app.managers import fetch_dicts
 from queue_app.models import ApiClient, Decision, ItemEvent, ReviewItem
 from queue_app.services import claim_batch
 from tests.api.conftest import caller_for, make_client
@@ -59,11 +59,11 @@ def test_the_claim_statement_leases_nothing_to_a_revoked_client(queue):
         "release_skip": timedelta(0),
     }
     ApiClient.objects.filter(pk=client.pk).update(can_adjudicate=False)
-    assert fetch_dicts(sql.CLAIM_ITEMS, params) == []
+    assert fetch_dicts(leases_sql.CLAIM_ITEMS, params) == []
     ApiClient.objects.filter(pk=client.pk).update(can_adjudicate=True, revoked_at=timezone.now())
-    assert fetch_dicts(sql.CLAIM_ITEMS, params) == []
+    assert fetch_dicts(leases_sql.CLAIM_ITEMS, params) == []
     ApiClient.objects.filter(pk=client.pk).update(revoked_at=None)
-    assert len(fetch_dicts(sql.CLAIM_ITEMS, params)) == 2
+    assert len(fetch_dicts(leases_sql.CLAIM_ITEMS, params)) == 2
 
 
 def test_a_batch_claim_without_access_says_so(queue):

@@ -133,7 +133,7 @@ def test_a_decision_from_before_names_were_recorded_shows_its_reviewers_name_tod
     alice_client, bob, queue
 ):
     # A row written before names were recorded has no reviewer_username: the page names the
-    # reviewer from the users table, in the decisions' own statement (sql.ITEM_DECISIONS).
+    # reviewer from the users table, in the decisions' own statement (items_sql.ITEM_DECISIONS).
     from tests.test_database_rules import insert_unnamed_decision
 
     (item,) = make_items(queue, 1)
@@ -236,7 +236,7 @@ def test_its_query_count_does_not_grow_with_history(alice_client, alice, bob, su
     make_items(queue, 1, prefix="live")
     held = claim_next(queue=queue, reviewer=alice)
     # The session with its user; then the item with its queue and whether I may review it
-    # (sql.ITEM_WITH_QUEUE_AND_ACCESS), earlier decisions with their pre-0007 authors' names,
+    # (items_sql.ITEM_WITH_QUEUE_AND_ACCESS), earlier decisions with their pre-0007 authors' names,
     # the reason codes, evidence rules, the hold form's reasons, the lease holder's name and
     # the checkers' returns (one round trip, services/item_page.read_item_page).
     assert queries(held.pk) == 8
@@ -280,7 +280,7 @@ def test_another_queues_item_is_not_found_though_its_rows_came_with_it(
 
 
 def test_items_of_queues_granted_to_my_api_client_are_shown(queue, client):
-    # The item's read carries the access rule (sql.ITEM_WITH_QUEUE_AND_ACCESS): a
+    # The item's read carries the access rule (items_sql.ITEM_WITH_QUEUE_AND_ACCESS): a
     # queue granted through an API client counts, and stops counting when it is revoked.
     from queue_app.api.auth import issue_api_client, revoke_api_client
 

@@ -1,4 +1,4 @@
-"""A second person's statements find their task by id *and* queue (sql_lanes.HOT_PATH).
+"""A second person's statements find their task by id *and* queue (lanes_sql.HOT_PATH).
 
 The console passes the queue of the task it shows; the API and older callers may leave it
 out, and the task's queue is read first. A queue that is not the task's matches nothing: the

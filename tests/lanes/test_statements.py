@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from queue_app import sql_lanes
+from queue_app.db.statements import lanes as lanes_sql
 from queue_app.services import claim_lane_task, confirm_check
 from tests.lanes.conftest import bulk_checks
 
@@ -59,7 +59,7 @@ def test_next_check_walks_the_open_lane_index_in_order(checked_queue, alice, car
     """B9's flat cost is this plan: the claim walks lanetask_open_due_claim in order and stops at
     the first free task, never reading or sorting the lane. The lane holds one maker's checks (an
     API client's, say), the case that once made the planner read and sort the whole lane
-    (sql_lanes.CLAIM_LANE_TASK's comment)."""
+    (lanes_sql.CLAIM_LANE_TASK's comment)."""
     bulk_checks(checked_queue, alice, 5000)
     params = {
         "queue_id": checked_queue.pk,
@@ -69,7 +69,7 @@ def test_next_check_walks_the_open_lane_index_in_order(checked_queue, alice, car
     }
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE queue_app_lanetask")
-        cursor.execute("EXPLAIN (FORMAT JSON) " + sql_lanes.CLAIM_LANE_TASK, params)
+        cursor.execute("EXPLAIN (FORMAT JSON) " + lanes_sql.CLAIM_LANE_TASK, params)
         plan = cursor.fetchone()[0][0]["Plan"]
     [picked] = [n for n in _nodes(plan) if n.get("Subplan Name") == "CTE picked"]
     kinds = [(n["Node Type"], n.get("Index Name")) for n in _nodes(picked)]

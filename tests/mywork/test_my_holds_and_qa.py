@@ -8,9 +8,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from queue_app.db.statements import mywork as mywork_sql
 from queue_app.lanes import wilson_interval
 from queue_app.models import LaneTask
-from queue_app.mywork import sql
 from queue_app.mywork.figures import my_agreement, my_holds, my_work
 from queue_app.services import (
     claim_lane_task,
@@ -74,7 +74,7 @@ def test_my_holds_are_listed_with_reason_until_and_deadline_and_go_on_resume(que
 def test_the_holds_statement_reads_only_open_holds_through_their_index(queue, alice):
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute("EXPLAIN " + sql.MY_HOLDS, {"reviewer": alice.pk, "limit": 100})
+        cursor.execute("EXPLAIN " + mywork_sql.MY_HOLDS, {"reviewer": alice.pk, "limit": 100})
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "item_held_until" in plan, plan
     # Each held row probes its own events by item id: never a scan of the event log.

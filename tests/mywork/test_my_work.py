@@ -9,8 +9,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from queue_app.db.statements import mywork as mywork_sql
 from queue_app.models import Decision
-from queue_app.mywork import sql
 from queue_app.mywork.figures import my_work, search_my_decisions
 from queue_app.ops.figures import read_snapshot
 from queue_app.services import claim_next, submit_decision
@@ -182,7 +182,7 @@ def test_the_statements_read_through_the_reviewer_index(queue, alice, bob, state
     now = timezone.now()
     params = {"reviewer": alice.pk, "today": now, "week": now, "month": now - timedelta(days=30)}
     with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN " + getattr(sql, statement), params)
+        cursor.execute("EXPLAIN " + getattr(mywork_sql, statement), params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "decision_reviewer_recent" in plan, plan
     assert "Seq Scan on queue_app_decision" not in plan, plan

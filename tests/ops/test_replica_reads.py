@@ -36,8 +36,10 @@ from queue_app.admin.decisions import _export_response
 from django_otp import DEVICE_ID_SESSION_KEY
 from django_otp.plugins.otp_totp.models import TOTPDevice
 from queue_app.models import Decision
-from queue_app import sql_lanes
-from queue_app.ops import sql
+from queue_app.db.statements import lanes as lanes_sql
+from queue_app.db.statements import ops as ops_sql
+from queue_app.db.statements import lanes as lanes_sql
+from queue_app.db.statements import ops as ops_sql
 from reviewconsole.routers import replica_reads
 
 ran = {"default": [], "replica": []}
@@ -66,9 +68,9 @@ def per_alias(test):
 print(json.dumps({
     "pages": pages,
     "exported": export.count(b"\n"),
-    "open_work": per_alias(lambda s: sql.OPEN_WORK.strip() in s),
-    "lanes": per_alias(lambda s: sql_lanes.LANE_BACKLOG_NAMED.strip() in s),
-    "sealing": per_alias(lambda s: sql.SEALING_BACKLOG.strip() in s),
+    "open_work": per_alias(lambda s: ops_sql.OPEN_WORK.strip() in s),
+    "lanes": per_alias(lambda s: lanes_sql.LANE_BACKLOG_NAMED.strip() in s),
+    "sealing": per_alias(lambda s: ops_sql.SEALING_BACKLOG.strip() in s),
     "decisions": per_alias(lambda s: 'FROM "queue_app_decision"' in s),
     "user_insert": per_alias(lambda s: s.startswith('INSERT INTO "auth_user"')),
 }))

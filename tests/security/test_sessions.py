@@ -125,7 +125,7 @@ def _statements_of(client: Client, path: str = "/") -> list[str]:
 def test_the_session_and_its_user_are_read_by_one_named_statement(alice_client: Client):
     from django.contrib.auth import get_user_model
 
-    from queue_app import sql
+    from queue_app.db.statements import identity as identity_sql
     from queue_app.identity.sessions import _session_with_user_statement
 
     statements = _statements_of(alice_client)
@@ -133,7 +133,7 @@ def test_the_session_and_its_user_are_read_by_one_named_statement(alice_client: 
     expected = _session_with_user_statement(get_user_model())
     expected = expected.replace("%(session_key)s", "$1").replace("%(now)s", "$2")
     assert statements[0] == " ".join(expected.split())
-    user_row = " ".join(sql.USER_ROW.replace("%(user_id)s", "$1").split())
+    user_row = " ".join(identity_sql.USER_ROW.replace("%(user_id)s", "$1").split())
     assert user_row not in statements
     # Django's ORM reads of the same rows are not made as well.
     assert not any('FROM "queue_app_session"' in q for q in statements)
@@ -144,11 +144,11 @@ def test_a_session_row_naming_another_user_than_its_data_signs_in_the_datas(
     alice_client: Client, alice, bob
 ):
     # The column is a shortcut to a read, never who is signed in: the data decides.
-    from queue_app import sql
+    from queue_app.db.statements import identity as identity_sql
 
     Session.objects.filter(session_key=_key(alice_client)).update(user=bob)
     statements = _statements_of(alice_client)
-    assert " ".join(sql.USER_ROW.replace("%(user_id)s", "$1").split()) in statements
+    assert " ".join(identity_sql.USER_ROW.replace("%(user_id)s", "$1").split()) in statements
     response = alice_client.get("/")
     assert response.wsgi_request.user == alice
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from django.db import connection
 
-from queue_app import sql
+from queue_app.db.statements import outbox as outbox_sql
 from queue_app.models import ReasonCode
 from tests.test_claim_plan import _seq_scanned
 
@@ -58,7 +58,7 @@ def test_the_effect_claim_checks_earlier_jobs_through_indexes(queue, alice):
     _load_history(queue, alice)
 
     with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN (FORMAT JSON) " + sql.CLAIM_DUE_EFFECT_JOBS, {"limit": 10})
+        cursor.execute("EXPLAIN (FORMAT JSON) " + outbox_sql.CLAIM_DUE_EFFECT_JOBS, {"limit": 10})
         plan = cursor.fetchone()[0]
 
     # Due jobs from the partial index; each one's earlier decisions through the item foreign

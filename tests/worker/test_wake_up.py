@@ -3,7 +3,7 @@
 A NOTIFY inside the decision's transaction would make PostgreSQL hold its cluster-wide notify
 lock from that commit until the commit's WAL flush, so decisions in every queue would commit
 one at a time (B7 in bench/RESULTS.md measures it). The wake-up follows the
-COMMIT in the decision's last round trip (managers.run_together's after_commit). These tests
+COMMIT in the decision's last round trip (runner.run_together's after_commit). These tests
 listen on a connection of their own, with real commits.
 """
 
@@ -23,9 +23,9 @@ from django.db import (
     transaction,
 )
 
-from queue_app import sql
+from queue_app.db.runner import run_together
+from queue_app.db.statements import outbox as outbox_sql
 from queue_app.errors import InvalidReason
-from queue_app.managers import run_together
 from queue_app.models import Decision, EffectJob
 from queue_app.services import claim_lane_task, claim_next, confirm_check, submit_decision
 from tests.conftest import make_items, shown_hash
@@ -65,7 +65,7 @@ def test_the_wake_up_is_not_part_of_the_decisions_transaction(listener, queue, a
     # names the transaction that sent it: the decision's own would have an id (the insert
     # assigned one); a transaction of its own, which writes nothing, has none.
     monkeypatch.setattr(
-        sql,
+        outbox_sql,
         "WAKE_APPLY_WORKERS",
         "SELECT pg_notify('queue_app_effect_jobs',"
         " coalesce(txid_current_if_assigned()::text, 'none'))",
@@ -124,7 +124,7 @@ def test_a_confirmed_check_wakes_the_workers(listener, checked_queue, alice, car
 
 def test_a_failed_wake_up_is_logged_and_the_decision_stands(queue, alice, monkeypatch, caplog):
     # The channel name is empty: pg_notify refuses it, after the decision's COMMIT.
-    monkeypatch.setattr(sql, "WAKE_APPLY_WORKERS", "SELECT pg_notify('', '')")
+    monkeypatch.setattr(outbox_sql, "WAKE_APPLY_WORKERS", "SELECT pg_notify('', '')")
     with caplog.at_level(logging.ERROR, logger="queue_app"):
         [decision] = decide(queue, alice, 1, prefix="first")
     assert Decision.objects.filter(pk=decision.pk).exists()
@@ -157,7 +157,7 @@ def test_a_commit_that_fails_leaves_later_wake_ups_working(listener, caplog):
             "CREATE TEMP TABLE wake_child"
             " (parent_id int REFERENCES wake_parent DEFERRABLE INITIALLY DEFERRED)"
         )
-    wake = [(sql.WAKE_APPLY_WORKERS, {})]
+    wake = [(outbox_sql.WAKE_APPLY_WORKERS, {})]
 
     def write(statement: str) -> None:
         with transaction.atomic():
@@ -179,7 +179,7 @@ def test_a_commit_that_fails_leaves_later_wake_ups_working(listener, caplog):
 
 
 def test_outside_a_transaction_the_wake_up_follows_only_statements_that_ran(listener):
-    wake = [(sql.WAKE_APPLY_WORKERS, {})]
+    wake = [(outbox_sql.WAKE_APPLY_WORKERS, {})]
     with pytest.raises(DatabaseError):
         run_together([("SELECT 1 / 0", {})], after_commit=wake)
     assert _received(listener, timeout=1.0) == []

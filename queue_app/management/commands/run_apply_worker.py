@@ -1,7 +1,7 @@
 """Drain the outbox: carry every decision out exactly once (see queue_app/apply.py).
 
 The loop only does one batch, asks whether there was work, and otherwise waits: for a NOTIFY
-on ``queue_app_effect_jobs`` (sent just after a decision commits, managers.wake_apply_workers)
+on ``queue_app_effect_jobs`` (sent just after a decision commits, runner.wake_apply_workers)
 or the jittered poll interval, whichever comes first. Signals, reconnects and the escalation
 sweep's cadence live here too; everything that touches a decision is a service.
 """

@@ -11,6 +11,24 @@ All read-only: nothing here takes a row lock or can block a reviewer.
 
 from __future__ import annotations
 
+# What each statement does, in one line: db/statements.sql heads each statement with it.
+PURPOSE = {
+    "OPEN_WORK": "Open work per queue: counts, oldest pending item and lease-count histogram.",
+    "DECISIONS_PER_HOUR": "Decisions per queue and hour over the window, zeros included.",
+    "TIME_TO_DECISION": "Handling time of reviewer verdicts in the window, per queue.",
+    "REASON_SHARES": "Which reasons dominate each verdict, per queue, over the window.",
+    "APPLY_STATE": "Decisions not carried out yet, per queue, and how late the oldest is.",
+    "DEAD_JOBS": "The dead effect jobs an operator should look at, newest failure first.",
+    "BLOCKED_EFFECTS": "Items whose later effects a dead job holds back.",
+    "DOUBLE_LEASES": "People holding more than one live lease in one queue.",
+    "REVIEWERS_ACTIVE": "Whether anyone is working: a live lease, or a recent decision.",
+    "QUEUE_TABLE_LOCKS": "Backends holding or waiting for locks on the queue tables.",
+    "TABLE_BLOAT": "Dead tuples on the queue tables.",
+    "SLA_OPEN": "Open work against its deadline, and holds, per queue.",
+    "SLA_DECISIONS": "Outcomes made final in the window: how many late, time left at p50 and p90.",
+    "SEALING_BACKLOG": "What waits for the sealer, and the oldest of each kind.",
+}
+
 # Open work per queue: counts, oldest pending item and the lease-count histogram in one pass.
 # Each half of the UNION carries its partial index's predicate, so the planner reads pending
 # rows from item_pending_claim and leased rows from item_leased_expiry, never decided history.
@@ -151,7 +169,7 @@ SELECT j.decision_id, j.queue_id, q.slug AS queue, d.item_id, d.verdict, j.attem
 """
 
 # Items whose later effects are held back by a dead job (effects run in decision order per
-# item: sql.CLAIM_DUE_EFFECT_JOBS). One row per dead job that something waits behind, with
+# item: outbox_sql.CLAIM_DUE_EFFECT_JOBS). One row per dead job that something waits behind, with
 # what an operator needs: the item, the dead decision and its error, and the decisions
 # waiting. Starts from the few dead jobs (effectjob_dead); the item's later decisions come
 # through the item foreign key's index.

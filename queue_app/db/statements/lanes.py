@@ -1,6 +1,6 @@
 """The statements of the second-person lanes (checks, QA reviews, adjudications), named.
 
-A sibling of queue_app/sql.py, same conventions: psycopg named placeholders, one comment per
+Same conventions as the other statement modules: psycopg named placeholders, one comment per
 statement on what it does and why it is safe. queue_app/services/lanes.py decides when.
 
 Every lane shares one claim (CLAIM_LANE_TASK, parametrised by kind) and one fence: a write
@@ -10,7 +10,31 @@ match, and inserts the outcome in the same statement.
 
 from __future__ import annotations
 
-from queue_app.sql import _MAY_REVIEW
+from queue_app.db.statements.access import _MAY_REVIEW
+
+# What each statement does, in one line: db/statements.sql heads each statement with it.
+PURPOSE = {
+    "CLAIM_LANE_TASK": (
+        "Next check / QA / adjudication: renew one's own lease or claim the next task."
+    ),
+    "RELEASE_LANE_TASK": "Give a lane task back, fenced by its token.",
+    "RENEW_LANE_TASK": (
+        "Extend a lane task's lease, fenced by its token, if the holder may still work it."
+    ),
+    "LOCK_LANE_TASK": (
+        "Lock a lane task and its item for a fenced finish, with what the finish checks."
+    ),
+    "CONFIRM_CHECK": "Confirm a check: outcome, effect job, item decided, QA draw and event.",
+    "RETURN_CHECK": "Return a check: outcome, and the item back to pending in a new review round.",
+    "RECORD_QA_REVIEW": "Record a blind QA review's verdict and reason.",
+    "FINISH_ADJUDICATION": "Close an adjudication with its outcome.",
+    "LANES_FOR_USER": "The console home's lanes for one user, with what waits in each.",
+    "LANE_BACKLOG_NAMED": (
+        "Open lane tasks per queue and lane, with the queue's name and the clock."
+    ),
+    "CHECKS_FINISHED": "Checks finished in the window per queue, confirmed and returned.",
+    "QA_REVIEWS_IN_WINDOW": "Every QA review in the window with the decision it sampled.",
+}
 
 # Whether %(owner_id)s holds can_overturn, decided as Django's ModelBackend decides it but read
 # in the statement that relies on it: an active user who is a superuser or holds the permission
@@ -55,6 +79,7 @@ _MAY_WORK_LANE = (
 _NOT_BARRED_BY_COLUMN = """coalesce(t.maker_principal_id <> (SELECT principal FROM me), true)
        AND coalesce(t.second_principal_id <> (SELECT principal FROM me), true)
        AND coalesce(t.checker_principal_id <> (SELECT principal FROM me), true)"""
+
 _NOT_BARRED = (
     _NOT_BARRED_BY_COLUMN
     + """
@@ -142,7 +167,7 @@ RETURNING id
 
 # Extend a task's lease while its page is open (the page's heartbeat), fenced by the token: a
 # tab whose task was taken over renews nothing. A lapsed lease nobody re-claimed is still the
-# holder's, as for review items (sql.RENEW_LEASE). Who may hold it is checked again here, as
+# holder's, as for review items (leases_sql.RENEW_LEASE). Who may hold it is checked again here, as
 # the claim checks it (_MAY_WORK_LANE). The lease TTL is the queue's, as when it was claimed.
 RENEW_LANE_TASK = (
     """
@@ -316,7 +341,7 @@ FINISH_ADJUDICATION = _FINISH.format(
 # The second person's path: each statement finds its task by id *and* its queue (the console
 # passes the queue of the task it shows), and reads or writes the item and decision of that
 # queue only, so with the tables distributed by queue_id (docs/scaling.md) each stays on one
-# shard. tests/test_single_shard.py checks these with sql.HOT_PATH.
+# shard. tests/test_single_shard.py checks these with HOT_PATH.
 HOT_PATH = (
     "CLAIM_LANE_TASK",
     "RELEASE_LANE_TASK",

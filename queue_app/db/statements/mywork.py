@@ -4,6 +4,15 @@ follows that reviewer's recent work, never the size of the decision log."""
 
 from __future__ import annotations
 
+# What each statement does, in one line: db/statements.sql heads each statement with it.
+PURPOSE = {
+    "MY_DECISION_COUNTS": (
+        "One reviewer's verdicts per queue over 30 days, with today's and the week's."
+    ),
+    "MY_HANDLING_TIME": "One reviewer's handling time per queue over 7 and 30 days.",
+    "MY_HOLDS": "The items a reviewer put on hold that are still held, soonest back first.",
+}
+
 # Reviewer verdicts per queue and verdict over the last 30 days, with today's and the last 7
 # days' counts beside them, and how many were later overturned. A verdict its check still holds
 # back, or that its checker returned, is counted on a row of its own (held: the status), never
@@ -24,7 +33,7 @@ SELECT d.queue_id, q.name AS queue_name, d.verdict,
  ORDER BY q.name, d.verdict, held NULLS FIRST
 """
 
-# Handling time exactly as /ops/ measures it (queue_app/ops/sql.py TIME_TO_DECISION): from the
+# Handling time exactly as /ops/ measures it (ops_sql.TIME_TO_DECISION): from the
 # claim the item was decided under (its last claimed/reclaimed event before the decision) to the
 # decision; here for one reviewer, per queue, over 7 and 30 days. queue_id NULL (the ROLLUP
 # row) is every queue together.
