@@ -47,6 +47,7 @@ browser: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 # The newest versions pyproject.toml allows, resolved in a scratch virtualenv and written to
 # constraints.txt (its comment lines kept). Then `make test`, and commit both.
