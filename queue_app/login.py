@@ -55,7 +55,7 @@ class CredentialsMixin:
             len(username.strip()) > USERNAME_MAX_LENGTH or "\x00" in username or "\x00" in password
         )
         if not (unusable and username.strip() and password):
-            return super().clean()  # type: ignore[misc, no-any-return]
+            return super().clean()  # type: ignore[misc]
         for name in ("username", "password"):
             self._errors.pop(name, None)  # type: ignore[attr-defined]
         # What authenticate() would have sent had it looked the name up: axes counts it (and

@@ -128,12 +128,12 @@ def _csv_lines(events: Any) -> Iterator[str]:
         yield buffer.getvalue()
 
 
-def access_history_csv(request: HttpRequest) -> HttpResponse:
+def access_history_csv(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     """The filtered timeline as CSV (formula cells neutralised, as the decision export)."""
     _allowed(request)
     form = HistoryFilter(request.GET)
     if not form.is_valid():
-        errors = "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
+        errors = "; ".join(f"{k}: {' '.join(map(str, v))}" for k, v in form.errors.items())
         return HttpResponse(errors, status=400, content_type="text/plain; charset=utf-8")
     stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
     response = StreamingHttpResponse(_csv_lines(form.events()), content_type="text/csv")

@@ -36,7 +36,7 @@ def request_trace_id(request: HttpRequest) -> str:
             request.trace_id = str(uuid.UUID(given))  # type: ignore[attr-defined]
         except ValueError:
             request.trace_id = str(uuid.uuid4())  # type: ignore[attr-defined]
-    return request.trace_id  # type: ignore[attr-defined, no-any-return]
+    return request.trace_id  # type: ignore[attr-defined]
 
 
 class AccessHistoryMiddleware:
@@ -118,4 +118,4 @@ class OidcSessionRefresh(SessionRefresh):
     def process_request(self, request: HttpRequest) -> HttpResponse | None:
         if not oidc.enabled():
             return None
-        return super().process_request(request)  # type: ignore[no-any-return]
+        return super().process_request(request)
