@@ -47,6 +47,7 @@ class CredentialsMixin:
 
     @sensitive_variables()
     def clean(self) -> dict[str, Any]:
+        # The ignores below: a mixin of AuthenticationForm, whose attributes these are.
         # The raw posted values: field validation has already refused a NUL, and would have
         # shown its own words ("Null characters are not allowed") instead of the usual ones.
         username = self.data.get("username") or ""  # type: ignore[attr-defined]

@@ -549,6 +549,7 @@ class Decision(models.Model):
     story_status: str
     story_label: str
     check_return: Any  # services.item_page.CheckReturn or None, on the item page
+    item_sequence: int  # the decision's ordinal within its item, for its effect
 
     item = models.ForeignKey(ReviewItem, on_delete=models.PROTECT, related_name="decisions")
     # Denormalised from the item so the database can check the reason code belongs to it.

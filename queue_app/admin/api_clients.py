@@ -117,7 +117,7 @@ class ApiClientAdmin(HeldPermissionAdmin):
             obj.created_by = cast(User, request.user)  # the admin signs everyone in first
             obj.token_prefix, obj.token_hash = token_fields(token)
             # Kept on the instance only until response_add renders it; never stored.
-            obj._plain_token = token  # type: ignore[attr-defined]
+            obj._plain_token = token  # type: ignore[attr-defined]  # not a field
         super().save_model(request, obj, form, change)
 
     def response_add(

@@ -30,6 +30,7 @@ TRACE_HEADER = "X-Request-ID"
 
 def request_trace_id(request: HttpRequest) -> str:
     """Return the request's trace id: the proxy's X-Request-ID when it is a UUID, else a new one."""
+    # trace_id is this module's own attribute on the request: the stubs cannot know it.
     if not hasattr(request, "trace_id"):
         given = request.headers.get(TRACE_HEADER, "")
         try:
