@@ -19,6 +19,8 @@ models, so the triggers and their migrations live in this app.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pghistory
 import pgtrigger
 from django.contrib.auth.models import Group, User
@@ -85,31 +87,31 @@ class UserAccess(User):
         app_label = APP
 
 
-class UserGroupLink(User.groups.through):  # type: ignore[name-defined, misc]
+class UserGroupLink(User.groups.through):  # type: ignore[name-defined]  # made at run time
     class Meta:
         proxy = True
         app_label = APP
 
 
-class UserPermissionLink(User.user_permissions.through):  # type: ignore[name-defined, misc]
+class UserPermissionLink(User.user_permissions.through):  # type: ignore[name-defined]  # made at run time
     class Meta:
         proxy = True
         app_label = APP
 
 
-class GroupPermissionLink(Group.permissions.through):  # type: ignore[name-defined, misc]
+class GroupPermissionLink(Group.permissions.through):  # type: ignore[name-defined]  # made at run time
     class Meta:
         proxy = True
         app_label = APP
 
 
-class QueueReviewerGroupLink(Queue.reviewer_groups.through):  # type: ignore[name-defined, misc]
+class QueueReviewerGroupLink(Queue.reviewer_groups.through):  # type: ignore[name-defined]  # made at run time
     class Meta:
         proxy = True
         app_label = APP
 
 
-class ApiClientQueueLink(ApiClient.queues.through):  # type: ignore[name-defined, misc]
+class ApiClientQueueLink(ApiClient.queues.through):  # type: ignore[name-defined]  # made at run time
     class Meta:
         proxy = True
         app_label = APP
@@ -141,6 +143,9 @@ NO_TRUNCATE = pgtrigger.Trigger(
 
 
 def _event_model(tracked, name: str, trackers, fields=None, obj: bool = True, attrs=None):
+    # None: no foreign key to the tracked row (the link tables). pghistory accepts it, as
+    # track()'s hint says; create_event_model's hint leaves it out.
+    obj_field = pghistory.ObjForeignKey(related_name="access_events") if obj else None
     return pghistory.create_event_model(
         tracked,
         *trackers,
@@ -151,7 +156,7 @@ def _event_model(tracked, name: str, trackers, fields=None, obj: bool = True, at
         abstract=False,
         append_only=True,
         meta={"triggers": [NO_TRUNCATE]},
-        obj_field=pghistory.ObjForeignKey(related_name="access_events") if obj else None,
+        obj_field=obj_field,  # type: ignore[arg-type]  # None is accepted (see above)
     )
 
 
@@ -176,7 +181,7 @@ _NOT_YET_TRACKED = "Empty on events recorded before the history began tracking i
 #: Settings tracked after the first ones: nullable in the event table, so events recorded
 #: before then say "not recorded" rather than a default the queue may never have had. The
 #: migration writes one "baseline" event per queue with their values at that moment.
-QUEUE_FIELDS_SINCE_0018 = {
+QUEUE_FIELDS_SINCE_0018: dict[str, models.Field[Any, Any]] = {
     "sensitive": models.BooleanField(null=True, help_text=_NOT_YET_TRACKED),
     "default_sla": models.DurationField(null=True, help_text=_NOT_YET_TRACKED),
     "sla_warning": models.DurationField(null=True, help_text=_NOT_YET_TRACKED),

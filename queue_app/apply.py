@@ -105,7 +105,7 @@ def apply_batch(
             if should_stop() or (attempted and time.monotonic() > deadline):
                 break
             decision = decisions[job["decision_id"]]
-            decision.item_sequence = job["item_sequence"]  # type: ignore[attr-defined]
+            decision.item_sequence = job["item_sequence"]
             logger.info("effect job claimed", extra=_log_fields(decision, attempts=job["attempts"]))
             _apply_one_in_batch(decision, attempts=job["attempts"], policy=policy)
             attempted += 1

@@ -20,6 +20,7 @@ import io
 import re
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import puremagic
 from django.conf import settings
@@ -141,9 +142,7 @@ def _reencoded(data: bytes, pil_format: str) -> bytes:
         image = image.convert("RGB")
     out = io.BytesIO()
     # No exif=, icc_profile= or pnginfo=: Pillow writes none of the source's metadata.
-    options: dict[str, object] = {"JPEG": {"quality": 90}, "WEBP": {"quality": 90}}.get(
-        pil_format, {}
-    )
+    options: dict[str, Any] = {"JPEG": {"quality": 90}, "WEBP": {"quality": 90}}.get(pil_format, {})
     image.save(out, format=pil_format, **options)
     return out.getvalue()
 

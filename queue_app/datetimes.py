@@ -10,7 +10,8 @@ model fields with the same format (reviewconsole/formats/en/formats.py).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
+from typing import cast
 
 from django.utils import timezone
 from django.utils.html import format_html
@@ -53,7 +54,8 @@ def local_text(value: datetime | None) -> str:
     if value is None:
         return ""
     local = timezone.localtime(value)
-    zone = local.tzinfo
+    # localtime() returns an aware datetime: its tzinfo is never None.
+    zone = cast(tzinfo, local.tzinfo)
     if zone.utcoffset(local.replace(fold=not local.fold)) != zone.utcoffset(local):
         name = ""
     else:

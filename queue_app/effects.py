@@ -73,7 +73,7 @@ def item_sequence(decision: Decision) -> int:
     known = getattr(decision, "item_sequence", None)
     if known is None:
         known = Decision.objects.filter(item_id=decision.item_id, pk__lte=decision.pk).count()
-        decision.item_sequence = known  # type: ignore[attr-defined]
+        decision.item_sequence = known
     return known
 
 

@@ -113,7 +113,7 @@ def export_rows(decisions: QuerySet[Decision]) -> Iterator[dict[str, Any]]:
     # Decisions recorded before usernames were recorded with them have none: for those (and only
     # those) the reviewer's username at export time is the best there is; reviewer_id is exact.
     rows = (
-        decisions.annotate(
+        decisions.annotate(  # type: ignore[no-redef]  # story_status is no field: Django allows it
             reviewer_as_decided=Coalesce("reviewer_username", "reviewer__username"),
             # Per row, by the decision's key, not as a join: the view then costs a few index
             # probes a row whatever the planner believes of the tables' sizes (a join planned

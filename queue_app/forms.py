@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 
@@ -96,7 +96,8 @@ class _ReasonChoiceForm(LeaseForm):
     def __init__(self, data: Any, *, reasons: Iterable[ReasonCode]) -> None:
         super().__init__(data)
         self.reasons = {reason.code: reason for reason in reasons}
-        self.fields["reason_code"].choices = [("", "")] + [
+        # Declared as a ChoiceField by each form below.
+        cast(forms.ChoiceField, self.fields["reason_code"]).choices = [("", "")] + [
             (code, reason.label) for code, reason in self.reasons.items()
         ]
         self.fields["reason_code"].error_messages["invalid_choice"] = (
@@ -113,7 +114,8 @@ class QaReviewForm(_ReasonChoiceForm):
     )
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        # Form.clean returns cleaned_data; the stubs allow None for overrides that return it.
+        data = cast(dict[str, Any], super().clean())
         code, verdict = data.get("reason_code"), data.get("verdict")
         if not code and "reason_code" not in self.errors:
             self.add_error("reason_code", "Choose a reason for your verdict.")
@@ -138,7 +140,8 @@ class AdjudicationForm(_ReasonChoiceForm):
     )
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        # Form.clean returns cleaned_data; the stubs allow None for overrides that return it.
+        data = cast(dict[str, Any], super().clean())
         overturn = data.get("outcome") == "overturn"
         if overturn and not data.get("reason_code") and "reason_code" not in self.errors:
             self.add_error("reason_code", "An overturn needs a reason.")

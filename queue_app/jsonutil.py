@@ -11,6 +11,7 @@ import datetime
 import json
 import re
 import uuid
+from collections.abc import Iterable, Iterator
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -65,7 +66,7 @@ class ExactDecoder(json.JSONDecoder):
         kwargs.setdefault("parse_int", _parse_int)
         super().__init__(*args, **kwargs)
 
-    def decode(self, s: str, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def decode(self, s: str, *args: Any, **kwargs: Any) -> Any:
         """Decode, reporting nesting too deep for Python's parser as a JSONDecodeError."""
         try:
             return super().decode(s, *args, **kwargs)
@@ -107,7 +108,7 @@ def _encode(obj: Any, out: list[str], *, sort_keys: bool, decimals_as_strings: b
         as_decimal = Decimal(repr(obj))
         out.append(json.dumps(str(as_decimal)) if decimals_as_strings else repr(obj))
     elif isinstance(obj, dict):
-        items = obj.items()
+        items: Iterable[tuple[Any, Any]] = obj.items()
         if sort_keys:
             items = sorted(items, key=lambda kv: str(kv[0]))
         out.append("{")
@@ -146,5 +147,5 @@ class ExactEncoder(json.JSONEncoder):
     def encode(self, o: Any) -> str:
         return exact_dumps(o)
 
-    def iterencode(self, o: Any, _one_shot: bool = False):  # type: ignore[override]
+    def iterencode(self, o: Any, _one_shot: bool = False) -> Iterator[str]:
         yield exact_dumps(o)

@@ -37,9 +37,11 @@ def check_needed(
     numbers are Decimal through jsonutil's exact decoding; numeric strings count too). A
     missing or non-numeric value needs a check: a policy fails safe.
     """
-    if isinstance(policies, str):  # jsonb as Django's cursors return it: text
-        policies = json.loads(policies)
-    for policy in policies:
+    # jsonb as Django's cursors return it: text.
+    rows: Iterable[Mapping[str, Any]] = (
+        json.loads(policies) if isinstance(policies, str) else policies
+    )
+    for policy in rows:
         if policy["verdict"] != verdict:
             continue
         if not policy["path"]:

@@ -47,6 +47,7 @@ class CredentialsMixin:
 
     @sensitive_variables()
     def clean(self) -> dict[str, Any]:
+        # The ignores below: a mixin of AuthenticationForm, whose attributes these are.
         # The raw posted values: field validation has already refused a NUL, and would have
         # shown its own words ("Null characters are not allowed") instead of the usual ones.
         username = self.data.get("username") or ""  # type: ignore[attr-defined]
@@ -55,7 +56,7 @@ class CredentialsMixin:
             len(username.strip()) > USERNAME_MAX_LENGTH or "\x00" in username or "\x00" in password
         )
         if not (unusable and username.strip() and password):
-            return super().clean()  # type: ignore[misc, no-any-return]
+            return super().clean()  # type: ignore[misc]
         for name in ("username", "password"):
             self._errors.pop(name, None)  # type: ignore[attr-defined]
         # What authenticate() would have sent had it looked the name up: axes counts it (and

@@ -8,7 +8,7 @@ constraints here, and the composite foreign keys and append-only triggers in the
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -62,6 +62,15 @@ DEADLINE_OPEN_STATES = [
 
 
 class Queue(models.Model):
+    # Not columns: set on the instance by the pages that list queues, read with it or after.
+    may_review: bool
+    pending_count: int
+    waiting_count: int
+    oldest_pending: datetime | None
+    my_lease: ReviewItem | None
+    breached_count: int
+    at_risk_count: int
+
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
@@ -536,6 +545,13 @@ class ReviewItem(models.Model):
 class Decision(models.Model):
     """One verdict. Never updated, never deleted: the database refuses both."""
 
+    # Not columns: read with the row by the statements that record or show it.
+    queue_slug: str
+    story_status: str
+    story_label: str
+    check_return: Any  # services.item_page.CheckReturn or None, on the item page
+    item_sequence: int  # the decision's ordinal within its item, for its effect
+
     item = models.ForeignKey(ReviewItem, on_delete=models.PROTECT, related_name="decisions")
     # Denormalised from the item so the database can check the reason code belongs to it.
     queue = models.ForeignKey(Queue, on_delete=models.PROTECT, related_name="+")
@@ -925,7 +941,7 @@ class ReviewSession(AbstractBaseSession):
         related_name="+",
     )
 
-    class Meta(AbstractBaseSession.Meta):
+    class Meta(AbstractBaseSession.Meta):  # type: ignore[name-defined]  # the stubs omit Meta
         db_table = "queue_app_session"
 
     @classmethod

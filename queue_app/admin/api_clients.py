@@ -8,10 +8,11 @@ service user owns leases and decisions that must keep naming a principal.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
@@ -91,7 +92,8 @@ class ApiClientAdmin(HeldPermissionAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         return self.readonly_fields if obj is not None else ()
 
-    def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+    # The stubs type the result as a list of str-or-group: invariant, so list[str] is refused.
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:  # type: ignore[override]
         fields = ["name", "can_intake", "can_adjudicate", "queues"]
         return fields + list(self.readonly_fields) if obj is not None else fields
 
@@ -112,10 +114,10 @@ class ApiClientAdmin(HeldPermissionAdmin):
             token = new_token()
             obj.user = new_service_user(obj.name)
             # The creator holds the token: under four eyes the client's decisions are theirs.
-            obj.created_by = request.user
+            obj.created_by = cast(User, request.user)  # the admin signs everyone in first
             obj.token_prefix, obj.token_hash = token_fields(token)
             # Kept on the instance only until response_add renders it; never stored.
-            obj._plain_token = token  # type: ignore[attr-defined]
+            obj._plain_token = token  # type: ignore[attr-defined]  # not a field
         super().save_model(request, obj, form, change)
 
     def response_add(

@@ -54,7 +54,7 @@ class HeldPermissionAdmin(admin.ModelAdmin):
         """Refuse unless request.user still holds `action` ("add", "change", "delete") here."""
         opts = self.opts
         hold_permission(
-            user=request.user,  # type: ignore[arg-type]
+            user=request.user,
             perm=f"{opts.app_label}.{get_permission_codename(action, opts)}",
             refusal=f"You no longer have permission to {action} {opts.verbose_name_plural}. "
             "Nothing was changed.",

@@ -35,9 +35,10 @@ class LeaseCountFilter(admin.SimpleListFilter):
         return [(key, key) for key in self.BUCKETS]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
-        if self.value() not in self.BUCKETS:
+        value = self.value()
+        if value is None or value not in self.BUCKETS:
             return queryset
-        low, high = self.BUCKETS[self.value()]
+        low, high = self.BUCKETS[value]
         queryset = queryset.filter(lease_count__gte=low)
         return queryset if high is None else queryset.filter(lease_count__lte=high)
 
@@ -56,9 +57,10 @@ class AgeFilter(admin.SimpleListFilter):
         return [(key, label) for key, (label, _, _) in self.BUCKETS.items()]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
-        if self.value() not in self.BUCKETS:
+        value = self.value()
+        if value is None or value not in self.BUCKETS:
             return queryset
-        _, younger, older = self.BUCKETS[self.value()]
+        _, younger, older = self.BUCKETS[value]
         now = timezone.now()
         queryset = queryset.filter(created_at__lte=now - younger)
         return queryset if older is None else queryset.filter(created_at__gt=now - older)

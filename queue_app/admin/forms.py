@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 
@@ -43,9 +43,14 @@ class OverturnForm(forms.Form):
         kwargs.setdefault("initial", {"corrected_verdict": opposite})
         super().__init__(*args, **kwargs)
         reasons = reason_codes_for(queue=decision.queue_id, verdict=Verdict.OVERTURN)
-        field = self.fields["reason_code"]
+        field = cast(forms.ModelChoiceField, self.fields["reason_code"])  # as declared above
         field.queryset = reasons.order_by("label")
-        field.label_from_instance = lambda reason: f"{reason.label} ({reason.code})"
+
+        def label(reason: ReasonCode) -> str:
+            return f"{reason.label} ({reason.code})"
+
+        # Set on the instance, in place of the method: Django calls it with the reason alone.
+        field.label_from_instance = label  # type: ignore[method-assign, assignment]
 
 
 class QueueForm(forms.ModelForm):
@@ -95,10 +100,12 @@ class QueueForm(forms.ModelForm):
         current = self.instance.effect if self.instance.pk else ""
         if current and current not in names and effects.is_allowed(current):
             names.append(current)
-        self.fields["effect"].choices = [(name, name) for name in names]
+        effect = cast(forms.ChoiceField, self.fields["effect"])  # as declared above
+        effect.choices = [(name, name) for name in names]
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        # ModelForm.clean returns cleaned_data; the stubs allow None for overrides.
+        cleaned = cast(dict[str, Any], super().clean())
         if cleaned.get("effect") == "webhook" and not cleaned.get("webhook_url"):
             self.add_error("webhook_url", "A webhook effect needs the URL to POST to.")
         escalation = cleaned.get("escalation_queue")
@@ -126,7 +133,8 @@ class ReasonCodeForm(forms.ModelForm):
         fields = ("queue", "verdict", "code", "label", "is_default")
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        # ModelForm.clean returns cleaned_data; the stubs allow None for overrides.
+        cleaned = cast(dict[str, Any], super().clean())
         # The page offered the label while the code was unused; a decision may have used it
         # since. Refuse here, with a message, rather than at the database's trigger.
         if (

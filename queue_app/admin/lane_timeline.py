@@ -21,7 +21,7 @@ LANE_EVENT_KINDS = {
     ItemEventKind.ADJUDICATED,
 }
 
-_OPENED = {
+_OPENED: dict[str, str] = {
     LaneKind.CHECK: "Decision #{d} waiting for a checker (no effect until confirmed)",
     LaneKind.QA: "Decision #{d} drawn for a blind QA review",
     LaneKind.ADJUDICATION: "QA disagreed with decision #{d}: waiting for adjudication",

@@ -7,6 +7,7 @@ the decision that stands.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -78,8 +79,8 @@ def _counted(n: Any, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def _event_entry(event: ItemEvent, queues: dict[int, str]) -> Entry:
-    detail = event.detail or {}
+def _event_entry(event: ItemEvent, queues: Mapping[Any, str]) -> Entry:
+    detail: dict[str, Any] = event.detail or {}
     label = ItemEventKind(event.kind).label if event.kind in ItemEventKind.values else event.kind
     details = []
     if event.kind == ItemEventKind.AUTO_ESCALATED:

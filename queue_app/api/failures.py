@@ -103,7 +103,9 @@ _HTTP_CODES = {
 def _review_error(request: HttpRequest, exc: errors.ReviewError) -> HttpResponse:
     status, code = next((s, c) for cls, s, c in _REVIEW_ERRORS if isinstance(exc, cls))
     # The code stays stable; a refused fence says what happened in details (released, taken…).
-    details = {"what": exc.what} if isinstance(exc, errors.StaleLease) else None
+    details: dict[str, Any] | None = (
+        {"what": exc.what} if isinstance(exc, errors.StaleLease) else None
+    )
     if isinstance(exc, errors.AttachmentTooLarge) and exc.limit_bytes:
         details = {"limit_bytes": exc.limit_bytes}
     return error_response(request, status, code, exc.message, details)
@@ -172,14 +174,19 @@ def _unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
 
 def install_error_handlers(api: NinjaAPI) -> None:
     """Answer every failure of the API in the one error shape."""
-    api.add_exception_handler(errors.ReviewError, _review_error)
-    api.add_exception_handler(ApiProblem, _api_problem)
-    api.add_exception_handler(ValidationError, _validation_error)
-    api.add_exception_handler(AuthenticationError, _unauthenticated)
-    api.add_exception_handler(HttpError, _http_error)
-    api.add_exception_handler(Http404, _not_found)
-    api.add_exception_handler(OperationalError, _database_error)
-    api.add_exception_handler(Exception, _unexpected)
+    # ninja's hint has a handler take the exception or its class; it is given the exception.
+    handlers: list[tuple[type[Exception], Callable[[HttpRequest, Any], HttpResponse]]] = [
+        (errors.ReviewError, _review_error),
+        (ApiProblem, _api_problem),
+        (ValidationError, _validation_error),
+        (AuthenticationError, _unauthenticated),
+        (HttpError, _http_error),
+        (Http404, _not_found),
+        (OperationalError, _database_error),
+        (Exception, _unexpected),
+    ]
+    for exc_class, handler in handlers:
+        api.add_exception_handler(exc_class, handler)
 
 
 def limit_body(run: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from django.http import HttpRequest
 from django.utils import timezone
@@ -127,7 +127,7 @@ def get_item(request: HttpRequest, item_id: ItemId) -> dict[str, Any]:
 def list_items(
     request: HttpRequest,
     subject_key: SubjectKey,
-    limit: bounded_int(*SUBJECT_LIST_LIMIT, strict=False) = 20,  # type: ignore[valid-type]
+    limit: Annotated[int, bounded_int(*SUBJECT_LIST_LIMIT, strict=False)] = 20,
 ) -> dict[str, Any]:
     """List the items of one subject_key (the customer, account or merchant), newest first.
 

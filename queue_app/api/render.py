@@ -37,7 +37,7 @@ def decision_out(
         # else can have happened to a row this request inserted, so its story is not read back.
         held = getattr(decision, "awaiting_check", False)
         applied, applied_at = ("awaiting_check" if held else "pending"), None
-        status = fresh_status(verdict=decision.verdict, awaiting_check=held)
+        status: str = fresh_status(verdict=decision.verdict, awaiting_check=held)
     else:
         reason_code, reviewer = decision.reason_code.code, decision.reviewer
         applied, applied_at = _applied(decision)

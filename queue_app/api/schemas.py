@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterator
 from datetime import datetime
 from decimal import Decimal
 from typing import Annotated, Any, Literal, get_args
 
+from annotated_types import GroupedMetadata
 from ninja import Schema
 from pydantic import AfterValidator, AwareDatetime, Field, Strict, WithJsonSchema
 from pydantic_core import PydanticCustomError
@@ -45,8 +47,22 @@ def _text_problem(value: str) -> str | None:
     return None
 
 
-def bounded_int(low: int, high: int, *, strict: bool = True) -> Any:
-    """Return an int type that must lie in low..high: documented in OpenAPI, checked with a 422.
+class Rules(GroupedMetadata):
+    """Several pieces of pydantic metadata written as one, as in ``Annotated[str, text(1, 64)]``.
+
+    pydantic unpacks the group where it reads the annotation, so the type checker sees a plain
+    ``str`` or ``int`` and pydantic the validator and schema the group holds.
+    """
+
+    def __init__(self, *rules: object) -> None:
+        self.rules = rules
+
+    def __iter__(self) -> Iterator[object]:
+        return iter(self.rules)
+
+
+def bounded_int(low: int, high: int, *, strict: bool = True) -> Rules:
+    """Return the rules of an int in low..high: documented in OpenAPI, checked with a 422.
 
     Strict by default: the schema says integer, so true, "5" and 5.0 are refused rather than
     read as 1 and 5. Only a path parameter, which is text by nature, is read leniently.
@@ -59,20 +75,19 @@ def bounded_int(low: int, high: int, *, strict: bool = True) -> Any:
             )
         return value
 
-    return Annotated[
-        int,
+    return Rules(
         Strict(strict),
         AfterValidator(check),
         WithJsonSchema({"type": "integer", "minimum": low, "maximum": high}),
-    ]
+    )
 
 
 # Documents the NUL refusal: PostgreSQL text cannot hold NUL, so no text field takes one.
 NO_NUL_PATTERN = "^[^\\u0000]*$"
 
 
-def text(min_length: int, max_length: int, pattern: str | None = None) -> Any:
-    """Return a str type bounded in length (and optionally shape), documented and checked."""
+def text(min_length: int, max_length: int, pattern: str | None = None) -> Rules:
+    """Return the rules of a str bounded in length (and optionally shape), documented, checked."""
     compiled = re.compile(pattern) if pattern else None
     schema: dict[str, Any] = {
         "type": "string",
@@ -100,7 +115,7 @@ def text(min_length: int, max_length: int, pattern: str | None = None) -> Any:
             )
         return value
 
-    return Annotated[str, AfterValidator(check), WithJsonSchema(schema)]
+    return Rules(AfterValidator(check), WithJsonSchema(schema))
 
 
 def _check_moment(value: datetime) -> datetime:
@@ -189,21 +204,21 @@ Payload = Annotated[
         }
     ),
 ]
-Subject = text(1, 500)
-QueueSlug = text(1, 64)
-IdempotencyKey = text(1, 200)
-SourceHash = text(1, 128)
-ReasonCodeText = text(1, 64)
-Note = text(0, 10_000)
-EvidenceHash = text(64, 64, "[0-9a-f]{64}")
-ItemId = bounded_int(*ITEM_ID, strict=False)  # a path parameter
-Priority = bounded_int(*PRIORITY)
-BatchSize = bounded_int(*BATCH_SIZE)
-LeaseSeconds = bounded_int(*LEASE_SECONDS)
+Subject = Annotated[str, text(1, 500)]
+QueueSlug = Annotated[str, text(1, 64)]
+IdempotencyKey = Annotated[str, text(1, 200)]
+SourceHash = Annotated[str, text(1, 128)]
+ReasonCodeText = Annotated[str, text(1, 64)]
+Note = Annotated[str, text(0, 10_000)]
+EvidenceHash = Annotated[str, text(64, 64, "[0-9a-f]{64}")]
+ItemId = Annotated[int, bounded_int(*ITEM_ID, strict=False)]  # a path parameter
+Priority = Annotated[int, bounded_int(*PRIORITY)]
+BatchSize = Annotated[int, bounded_int(*BATCH_SIZE)]
+LeaseSeconds = Annotated[int, bounded_int(*LEASE_SECONDS)]
 # Deadlines and subjects.
 SLA_SECONDS = (1, 5 * 365 * 24 * 3600)
-SlaSeconds = bounded_int(*SLA_SECONDS)
-SubjectKey = text(1, 200)
+SlaSeconds = Annotated[int, bounded_int(*SLA_SECONDS)]
+SubjectKey = Annotated[str, text(1, 200)]
 SUBJECT_LIST_LIMIT = (1, 100)
 
 

@@ -8,7 +8,7 @@ validate shape, call one service, redirect; the service enforces every rule agai
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib import messages
@@ -62,8 +62,10 @@ def deadline_context(item: ReviewItem, now: datetime) -> dict[str, Any]:
         ),
     }
     if item.state == ItemState.HELD:
-        context["hold_reason"] = HoldReason.objects.filter(pk=item.hold_reason_id).first()
-        context["hold_due"] = item.hold_until <= now
+        # A held item has its reason and time: a check constraint on the item says so.
+        hold_reason_id, hold_until = cast(int, item.hold_reason_id), cast(datetime, item.hold_until)
+        context["hold_reason"] = HoldReason.objects.filter(pk=hold_reason_id).first()
+        context["hold_due"] = hold_until <= now
     return context
 
 

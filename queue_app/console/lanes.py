@@ -7,7 +7,7 @@ call one service, redirect; every rule is enforced again by the services and the
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from django.contrib import messages
 from django.forms import Form
@@ -65,7 +65,7 @@ from queue_app.services.blindness import is_blind_to
 from queue_app.services.lanes import LANE_NAMES
 
 NO_SUCH_TASK = "There is no such task, or it is in a lane you do not work."
-NOTHING = {
+NOTHING: dict[str, str] = {
     LaneKind.CHECK: "no decision is waiting for a check",
     LaneKind.QA: "nothing is waiting for a QA review",
     LaneKind.ADJUDICATION: "no QA disagreement is waiting",
@@ -135,7 +135,11 @@ def _context(request: HttpRequest, task: LaneTask, **more: Any) -> dict[str, Any
         "attachments": attachment_cards(request, item),
         "mine": mine,
         "lease_token": task.lease_token if mine else None,
-        "expires_in": int(max((task.lease_expires - now).total_seconds(), 0)) if mine else 0,
+        "expires_in": (
+            int(max((task.lease_expires - now).total_seconds(), 0))
+            if mine and task.lease_expires is not None  # mine says it is set
+            else 0
+        ),
         "ttl_seconds": int(task.queue.lease_ttl.total_seconds()),
         # The first verdict, reason, note and reviewer are not in the context at all when
         # blind (so no template slip can show them).
@@ -150,7 +154,9 @@ def _context(request: HttpRequest, task: LaneTask, **more: Any) -> dict[str, Any
         context["verdicts"] = [(v, v.title()) for v in QA_VERDICTS]
         context["reasons"] = _qa_reasons(task)
     if task.kind == LaneKind.ADJUDICATION and not blind:
-        source = LaneTask.objects.select_related("outcome__reason_code").get(pk=task.source_id)
+        # An adjudication always has its source: a check constraint on the task says so.
+        source_id = cast(int, task.source_id)
+        source = LaneTask.objects.select_related("outcome__reason_code").get(pk=source_id)
         context["qa"] = source.outcome
         # What became of the decision since the QA review: replaced by an overturn in force
         # (the adjudication can only be closed), or with an overturn awaiting its check.

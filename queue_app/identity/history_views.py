@@ -10,7 +10,7 @@ import csv
 import io
 from collections.abc import Iterator
 from datetime import datetime, time, timedelta
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib import admin
@@ -128,12 +128,12 @@ def _csv_lines(events: Any) -> Iterator[str]:
         yield buffer.getvalue()
 
 
-def access_history_csv(request: HttpRequest) -> HttpResponse:
+def access_history_csv(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     """The filtered timeline as CSV (formula cells neutralised, as the decision export)."""
     _allowed(request)
     form = HistoryFilter(request.GET)
     if not form.is_valid():
-        errors = "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
+        errors = "; ".join(f"{k}: {' '.join(map(str, v))}" for k, v in form.errors.items())
         return HttpResponse(errors, status=400, content_type="text/plain; charset=utf-8")
     stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
     response = StreamingHttpResponse(_csv_lines(form.events()), content_type="text/csv")
@@ -164,7 +164,8 @@ def reset_second_factor_view(request: HttpRequest, user_id: int) -> HttpResponse
     if target.pk == request.user.pk:
         messages.error(request, "Another administrator must reset your own second factor.")
         return redirect(change_url)
-    removed = reset_second_factor(user=target, by=request.user)  # type: ignore[arg-type]
+    # Signed in, with auth.change_user (above): not anonymous.
+    removed = reset_second_factor(user=target, by=cast(User, request.user))
     messages.success(
         request,
         f"Removed {removed} second-factor device(s) of {target.get_username()}: they enrol "

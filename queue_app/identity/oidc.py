@@ -239,7 +239,7 @@ class _OnlyWhenEnabled:
         if not enabled():
             raise Http404("Single sign-on is not configured.")
         try:
-            return super().dispatch(request, *args, **kwargs)  # type: ignore[misc, no-any-return]
+            return super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
         except ProviderUnavailable:
             logger.warning("identity provider unavailable", exc_info=True)
             messages.error(request, "The identity provider cannot be reached; try again shortly.")
@@ -271,7 +271,7 @@ class SignOnCallback(_OnlyWhenEnabled, OIDCAuthenticationCallbackView):
             "Single sign-on did not let you in: the provider refused, or your account here is "
             "disabled.",
         )
-        return super().login_failure()  # type: ignore[no-any-return]
+        return super().login_failure()
 
 
 class SignOnLogout(_OnlyWhenEnabled, OIDCLogoutView):

@@ -17,18 +17,24 @@ from __future__ import annotations
 
 import contextvars
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.contrib import auth
 from django.contrib.auth import SESSION_KEY, get_user_model
 from django.contrib.auth.middleware import AuthenticationMiddleware as DjangoAuthentication
 from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionStore
+from django.db import models
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.functional import SimpleLazyObject
 
 from queue_app.db.runner import build_instances, prepared_result, split_result
 from queue_app.db.statements import identity as identity_sql
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AnonymousUser, User
+
+    from queue_app.models import ReviewSession
 
 _USER_PREFIX = "user__"
 
@@ -37,7 +43,7 @@ _reading: contextvars.ContextVar[Any] = contextvars.ContextVar("session_being_re
 
 
 @cache
-def _session_with_user_statement(user_model: type) -> str:
+def _session_with_user_statement(user_model: type[models.Model]) -> str:
     """identity_sql.SESSION_WITH_USER with the user's columns, as the model has them."""
     columns = ", ".join(
         f'u."{field.column}" AS "{_USER_PREFIX}{field.column}"'
@@ -62,13 +68,14 @@ class SessionStore(DatabaseSessionStore):
         self.user_read: tuple[int, Any] | None = None
 
     @classmethod
-    def get_model_class(cls) -> type:
+    def get_model_class(cls) -> type[ReviewSession]:
         from queue_app.models import ReviewSession
 
         return ReviewSession
 
-    def create_model_instance(self, data: dict[str, Any]) -> Any:
-        session = super().create_model_instance(data)
+    def create_model_instance(self, data: dict[str, Any]) -> ReviewSession:
+        # self.model is get_model_class()'s ReviewSession; the stubs know only the base class.
+        session = cast("ReviewSession", super().create_model_instance(data))
         session.user_id = _named_user_id(data)
         return session
 
@@ -79,7 +86,8 @@ class SessionStore(DatabaseSessionStore):
             {"session_key": self.session_key, "now": timezone.now()},
         )
         own, user_columns = split_result(result, prefix=_USER_PREFIX)
-        sessions = build_instances(self.model, own)
+        # self.model is get_model_class()'s ReviewSession; the stubs know only the base class.
+        sessions = build_instances(cast("type[ReviewSession]", self.model), own)
         if not sessions:
             # As Django's store does: a missing or expired session starts a new one.
             self._session_key = None
@@ -105,13 +113,14 @@ def user_read_with_session(user_id: Any) -> tuple[bool, Any]:
 
 def get_user(request: HttpRequest) -> Any:
     """Django's get_user, given the user its session's read brought along (once a request)."""
+    # _cached_user is where Django's own middleware keeps the user; the stubs leave it out.
     if not hasattr(request, "_cached_user"):
         token = _reading.set(request.session)
         try:
-            request._cached_user = auth.get_user(request)
+            request._cached_user = auth.get_user(request)  # type: ignore[attr-defined]  # see above
         finally:
             _reading.reset(token)
-    return request._cached_user
+    return request._cached_user  # type: ignore[attr-defined]  # see above
 
 
 class AuthenticationMiddleware(DjangoAuthentication):
@@ -119,4 +128,5 @@ class AuthenticationMiddleware(DjangoAuthentication):
 
     def process_request(self, request: HttpRequest) -> None:
         super().process_request(request)
-        request.user = SimpleLazyObject(lambda: get_user(request))
+        # The lazy object stands in for the user, as in Django's own middleware.
+        request.user = cast("User | AnonymousUser", SimpleLazyObject(lambda: get_user(request)))

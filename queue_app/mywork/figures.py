@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
+from typing import Any
 
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -141,7 +142,7 @@ def _seconds(value: float | None) -> timedelta | None:
 def my_work(*, reviewer_id: int, now: datetime | None = None) -> MyWork:
     """Read a reviewer's decisions by window, handling time and open leases."""
     now = now or timezone.now()
-    params = {
+    params: dict[str, Any] = {
         "reviewer": reviewer_id,
         "today": start_of_today(now),
         "week": now - WEEK,

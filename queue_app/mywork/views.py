@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 
 from queue_app.console.views import console_view
 from queue_app.mywork.figures import SEARCH_LIMIT, SUBJECT_SEARCH_DAYS, my_work, search_my_decisions
+from queue_app.services import signed_in_id
 
 EARLIEST_DAY = date(1970, 1, 1)
 LATEST_DAY = date(9999, 12, 30)
@@ -53,7 +54,7 @@ def my_work_page(request: HttpRequest) -> HttpResponse:
         data = form.cleaned_data
         results = list(
             search_my_decisions(
-                reviewer_id=request.user.pk,
+                reviewer_id=signed_in_id(request.user),
                 subject=data["subject"] or "",
                 item_id=data["item"],
                 day=data["day"],
@@ -64,7 +65,7 @@ def my_work_page(request: HttpRequest) -> HttpResponse:
         "console/my_work.html",
         {
             "title": "My work",
-            "work": my_work(reviewer_id=request.user.pk, now=now),
+            "work": my_work(reviewer_id=signed_in_id(request.user), now=now),
             "now": now,
             "form": form,
             "results": results,

@@ -100,7 +100,7 @@ def check_lease_leak(t: Thresholds, figures: list[QueueFigures]) -> CheckResult:
 
 def check_starvation(t: Thresholds, figures: list[QueueFigures]) -> CheckResult:
     """STARVATION: no pending item waits past the threshold while reviewers are working."""
-    stale = [
+    stale: list[dict[str, Any]] = [
         {"queue": f.slug, "oldest_pending_seconds": f.oldest_pending_age.total_seconds()}
         for f in figures
         if f.oldest_pending_age is not None and f.oldest_pending_age > t.starvation

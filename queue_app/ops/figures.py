@@ -239,7 +239,7 @@ def read_snapshot(*, window_hours: int = WINDOW_HOURS, blocked: bool = True) -> 
         )
         for row in fetch_dicts(ops_sql.DEAD_JOBS, {"limit": DEAD_JOBS_SHOWN}, using=read_alias())
     ]
-    blocked = [
+    blocked_items = [
         BlockedItem(
             item_id=row["item_id"],
             queue=row["queue"],
@@ -260,5 +260,5 @@ def read_snapshot(*, window_hours: int = WINDOW_HOURS, blocked: bool = True) -> 
         queues=list(queues.values()),
         dead_jobs=dead,
         unapplied_alert_after=alert_after,
-        blocked=blocked,
+        blocked=blocked_items,
     )

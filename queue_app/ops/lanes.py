@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -192,7 +192,8 @@ class LaneCollector(Collector):
             reviews.add_metric(label, a.verdict.n)
             if a.verdict.value is not None:
                 agree.add_metric(label, a.verdict.value)
-                lo, hi = a.verdict.interval
+                # value and interval are None together (no sample): here both are set.
+                lo, hi = cast(tuple[float, float], a.verdict.interval)
                 low.add_metric(label, lo)
                 high.add_metric(label, hi)
             if a.kappa is not None:

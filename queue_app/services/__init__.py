@@ -7,7 +7,7 @@ per capability; callers import the package and name the operation (``services.cl
 
 from __future__ import annotations
 
-from queue_app.services._common import NOTE_MAX_LENGTH, User, database_now
+from queue_app.services._common import NOTE_MAX_LENGTH, User, database_now, signed_in_id
 from queue_app.services.access import queues_for_user, user_can_review
 from queue_app.services.attachments import (
     attachment_by_digest,
@@ -111,6 +111,7 @@ __all__ = [
     "resume_hold",
     "retry_effect_jobs",
     "return_check",
+    "signed_in_id",
     "standing_decision",
     "standing_outcome",
     "subject_history",

@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth import models as auth_models
 from django.db import connection
 
 from queue_app.db.runner import set_local_timeouts
@@ -18,7 +18,15 @@ logger = logging.getLogger("queue_app")
 
 NOTE_MAX_LENGTH = 10_000
 
-User = AbstractBaseUser | AnonymousUser
+#: Who a service acts for: request.user as Django sets it (the user model, or anonymous).
+User = auth_models.User | auth_models.AnonymousUser
+
+
+def signed_in_id(user: User) -> int:
+    """Return the id of a user the caller has signed in."""
+    # Only AnonymousUser has no pk, and the pages and the API reach a service that writes
+    # only once someone has signed in.
+    return cast(int, user.pk)
 
 
 def guard_timeouts() -> None:

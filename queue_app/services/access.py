@@ -10,7 +10,7 @@ from queue_app.db.runner import fetch_dicts
 from queue_app.db.statements import access as access_sql
 from queue_app.errors import NotPermitted
 from queue_app.models import Queue, ReviewItem
-from queue_app.services._common import User
+from queue_app.services._common import User, signed_in_id
 
 
 def _settled_without_a_query(user: User) -> bool | None:
@@ -43,7 +43,7 @@ def user_can_review(*, user: User, queue: Queue | int) -> bool:
         return settled
     queue_id = queue if isinstance(queue, int) else queue.pk
     # The same rule as queues_for_user, as two index lookups rather than a DISTINCT join.
-    return ReviewItem.objects.may_review(queue_id=queue_id, user_id=user.pk)
+    return ReviewItem.objects.may_review(queue_id=queue_id, user_id=signed_in_id(user))
 
 
 def require_may_send_evidence(*, user_id: int, queue_id: int) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth.models import Group, Permission, User
 from django.db.models import Q, QuerySet, TextField
@@ -214,10 +214,13 @@ def _plain(value: Any) -> str:
 def _decimal(value: Decimal) -> str:
     """Every digit that matters, and no more trailing zeros than cents (a column's scale of 10
     would write 1000.0000000000): 1000.00, 12.50, 0.125, 3."""
-    if not value.is_finite() or value.as_tuple().exponent >= 0:
+    exponent = value.as_tuple().exponent
+    # A letter ("n", "N", "F") for NaN and infinity: only a finite value has an int exponent.
+    if not isinstance(exponent, int) or exponent >= 0:
         return str(value)
-    scale = -value.as_tuple().exponent
-    significant = max(-value.normalize().as_tuple().exponent, 0)
+    scale = -exponent
+    # A finite value stays finite normalised: its exponent is an int too.
+    significant = max(-cast(int, value.normalize().as_tuple().exponent), 0)
     return f"{value:.{min(scale, max(significant, 2))}f}"
 
 

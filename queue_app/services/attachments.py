@@ -19,7 +19,14 @@ from queue_app import attachments
 from queue_app.errors import AlreadyDecided, AttachmentTooLarge, InvalidBounds, ItemNotFound
 from queue_app.evidence import attachments_of, item_evidence_hash
 from queue_app.models import ItemEvent, ItemEventKind, ItemState, ReviewItem
-from queue_app.services._common import User, database_now, guard_timeouts, log_extra, logger
+from queue_app.services._common import (
+    User,
+    database_now,
+    guard_timeouts,
+    log_extra,
+    logger,
+    signed_in_id,
+)
 from queue_app.services.access import require_may_send_evidence
 from queue_app.services.holds import resume_hold
 
@@ -41,7 +48,7 @@ def put_attachment(*, item_id: int, actor: User, name: str, data: bytes) -> Revi
         item = ReviewItem.objects.select_for_update().filter(pk=item_id).first()
         if item is None:
             raise ItemNotFound()
-        require_may_send_evidence(user_id=actor.pk, queue_id=item.queue_id)
+        require_may_send_evidence(user_id=signed_in_id(actor), queue_id=item.queue_id)
         if item.state == ItemState.DECIDED:
             raise AlreadyDecided()
         current = attachments_of(item.attachments)

@@ -10,6 +10,7 @@ The deadline clock pauses while held: due_at moves by exactly the time spent on 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -21,7 +22,14 @@ from django.utils.dateparse import parse_datetime
 from queue_app.datetimes import moment_problem
 from queue_app.errors import InvalidHoldReason, InvalidHoldTime, NotPermitted, StaleLease
 from queue_app.models import HoldReason, ItemEvent, ItemEventKind, ItemState, Queue, ReviewItem
-from queue_app.services._common import User, guard_timeouts, log_extra, logger, parse_token
+from queue_app.services._common import (
+    User,
+    guard_timeouts,
+    log_extra,
+    logger,
+    parse_token,
+    signed_in_id,
+)
 from queue_app.services.access import user_can_review
 from queue_app.services.deadlines import DEADLINE_PAST_RANGE, deadline_after_hold, span_words
 from queue_app.services.leases import explain_stale_lease
@@ -51,7 +59,7 @@ def hold_item(
     returns that hold instead, with "retried" set and the item's state now
     (find_completed_hold).
     """
-    fields = {"item_id": item_id, "reviewer": reviewer, "reason_code": reason_code}
+    fields: dict[str, Any] = {"item_id": item_id, "reviewer": reviewer, "reason_code": reason_code}
     try:
         return _hold(lease_token=lease_token, hold_until=hold_until, **fields)
     except (StaleLease, InvalidHoldReason, InvalidHoldTime):
@@ -96,7 +104,7 @@ def _hold(
             held = ReviewItem.objects.hold(
                 item_id=item_id,
                 lease_token=token,
-                owner_id=reviewer.pk,
+                owner_id=signed_in_id(reviewer),
                 reason_code=reason_code,
                 hold_until=hold_until,
             )
@@ -165,7 +173,7 @@ def find_completed_hold(
             later = ItemEvent.objects.filter(
                 item_id=OuterRef("pk"), kind=ItemEventKind.HELD, pk__gt=event.pk
             )
-            now = (
+            now: Mapping[str, Any] = (
                 ReviewItem.objects.filter(pk=item_id)
                 .values("state", held_again=Exists(later))
                 .first()

@@ -12,7 +12,14 @@ from django.utils import timezone
 from queue_app.errors import AlreadyDecided, IdempotencyConflict, ItemNotFound
 from queue_app.evidence import arrival_evidence_hash, item_evidence_hash
 from queue_app.models import ApiClient, ItemEvent, ItemEventKind, ItemState, Queue, ReviewItem
-from queue_app.services._common import User, database_now, guard_timeouts, log_extra, logger
+from queue_app.services._common import (
+    User,
+    database_now,
+    guard_timeouts,
+    log_extra,
+    logger,
+    signed_in_id,
+)
 from queue_app.services.access import require_may_send_evidence
 from queue_app.services.deadlines import initial_due_at
 from queue_app.services.holds import resume_hold
@@ -119,7 +126,7 @@ def replace_evidence(
         item = ReviewItem.objects.select_for_update().filter(pk=item_id).first()
         if item is None:
             raise ItemNotFound()
-        require_may_send_evidence(user_id=actor.pk, queue_id=item.queue_id)
+        require_may_send_evidence(user_id=signed_in_id(actor), queue_id=item.queue_id)
         if item.state == ItemState.DECIDED:
             raise AlreadyDecided()
         before = item_evidence_hash(item)

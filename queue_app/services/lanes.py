@@ -49,7 +49,7 @@ from queue_app.services._common import (
 from queue_app.services.access import queues_for_user
 from queue_app.services.decisions import overturn_decision, replaced_by
 
-LANE_NAMES = {
+LANE_NAMES: dict[str, str] = {
     LaneKind.CHECK: "Checks",
     LaneKind.QA: "QA",
     LaneKind.ADJUDICATION: "Adjudication",
@@ -84,7 +84,7 @@ def user_lane_kinds(*, user: User) -> list[str]:
     """The lanes this user may work at all (queue access decides checks and QA per queue)."""
     if not _may_work_lanes(user):
         return []
-    kinds = [LaneKind.CHECK, LaneKind.QA]
+    kinds: list[str] = [LaneKind.CHECK, LaneKind.QA]
     if user.has_perm("queue_app.can_overturn"):
         kinds.append(LaneKind.ADJUDICATION)
     return kinds

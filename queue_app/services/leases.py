@@ -19,7 +19,14 @@ from queue_app.models import (
     ReviewItem,
     Verdict,
 )
-from queue_app.services._common import User, guard_timeouts, log_extra, logger, parse_token
+from queue_app.services._common import (
+    User,
+    guard_timeouts,
+    log_extra,
+    logger,
+    parse_token,
+    signed_in_id,
+)
 from queue_app.services.access import user_can_review
 
 BATCH_SIZE_RANGE = (1, 200)
@@ -95,7 +102,7 @@ def claim_batch(*, queue: Queue, worker: User, n: int, ttl: timedelta) -> list[R
         # the statement runs); only an empty batch needs the question asked, to say why.
         items = ReviewItem.objects.claim(
             queue_id=queue.pk,
-            owner_id=worker.pk,
+            owner_id=signed_in_id(worker),
             limit=n,
             ttl=ttl,
             max_leases=_max_leases(queue),
@@ -138,7 +145,7 @@ def renew_lease(
             item_id=item_id,
             queue_id=queue.pk,
             lease_token=token,
-            owner_id=reviewer.pk,
+            owner_id=signed_in_id(reviewer),
             ttl=queue.lease_ttl,
         )
     if expires is None:
@@ -164,7 +171,10 @@ def release_lease(
         with transaction.atomic():
             guard_timeouts()
             released = ReviewItem.objects.release(
-                item_id=item_id, queue_id=queue_id, lease_token=token, owner_id=reviewer.pk
+                item_id=item_id,
+                queue_id=queue_id,
+                lease_token=token,
+                owner_id=signed_in_id(reviewer),
             )
     if not released:
         raise explain_stale_lease(item_id=item_id, user=reviewer)

@@ -29,6 +29,9 @@ from psycopg import pq
 class DatabaseWrapper(base.DatabaseWrapper):
     # When a request last ran a query on this connection (time.monotonic()); 0: never.
     last_used = 0.0
+    # Django's own flags (BaseDatabaseWrapper.__init__), which django-stubs leaves out.
+    health_check_enabled: bool
+    health_check_done: bool
 
     def close_if_unusable_or_obsolete(self) -> None:
         # Called at the start and at the end of every request. Only at the end of a request

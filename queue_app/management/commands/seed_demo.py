@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import random
 import secrets
+import uuid
 from datetime import timedelta
 from decimal import Decimal
+from typing import cast
 
 from django.contrib.auth.models import Group, User
 from django.core.management.base import BaseCommand
@@ -461,7 +463,7 @@ class Command(BaseCommand):
             submit_decision(
                 item_id=item.pk,
                 reviewer=maker,
-                lease_token=item.lease_token,
+                lease_token=cast(uuid.UUID, item.lease_token),  # claimed just above
                 verdict=verdict,
                 reason_code=reason,
                 evidence_hash=item_evidence_hash(item),
