@@ -23,7 +23,6 @@ import re
 import statistics
 import sys
 import time
-from contextlib import nullcontext
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -124,23 +123,18 @@ def services_worker(args: tuple[int, int, float], ready) -> tuple[int, float]:
     return done, peak_rss_mb()
 
 
-def floor_worker(
-    args: tuple[int, int, float, str], ready, *, write_at_sync: bool = True
-) -> tuple[int, float]:
+def floor_worker(args: tuple[int, int, float, str], ready) -> tuple[int, float]:
     """The services' statements and round trips through psycopg alone (see the docstring).
 
     Round trip by round trip as claim_next and submit_decision send them: BEGIN, the guard,
     the renew, the claim and COMMIT; BEGIN, the timeouts, the close-and-insert, COMMIT and
     the wake-up. Parameters as the pgbench script's. As run_together does, the connection
-    writes BEGIN and COMMIT itself (it is in autocommit) and each round trip's statements at
-    its sync; with write_at_sync=False, one by one as psycopg writes them by itself
-    (bench/pipeline_sends.py).
+    writes BEGIN and COMMIT itself (it is in autocommit), so a round trip has one Sync.
     """
     from datetime import timedelta
 
     import psycopg
 
-    from queue_app.db.runner import send_at_sync
     from queue_app.db.statements import access as access_sql
     from queue_app.db.statements import decisions as decisions_sql
     from queue_app.db.statements import leases as leases_sql
@@ -172,11 +166,7 @@ def floor_worker(
         steps: list[tuple[str, dict]], *, begin: bool = False, commit: bool = False, then=()
     ) -> list:
         cursors = [conn.cursor() for _ in steps]
-        # Written to the socket at the sync, all at once, as run_together does.
-        with (
-            conn.pipeline() as pipeline,
-            send_at_sync(pipeline) if write_at_sync else nullcontext(),
-        ):
+        with conn.pipeline():
             if begin:
                 conn.execute(b"BEGIN", prepare=False)
             for cursor, (statement, params) in zip(cursors, steps, strict=True):

@@ -27,7 +27,6 @@ def main() -> None:
         "decisions",
         "profile_cycle",
         "claim_variants",
-        "pipeline_sends",
         "web",
         "web_minimal",
         "apply",
@@ -269,27 +268,6 @@ def main() -> None:
                 if "floor_client_cpu_ms_per_cycle" in profile
                 else "."
             ),
-            "",
-        ]
-    if sends := load("pipeline_sends"):
-        at_sync, one_by_one = sends["sides"]["at the sync"], sends["sides"]["one by one"]
-        ratio = sends["at_sync_to_one_by_one"]
-        lines += [
-            "## A pipeline written at its sync, or a statement at a time "
-            "(`bench/pipeline_sends.py`)",
-            "",
-            f"B3's psycopg floor in one process, {sends['rounds']} alternating rounds of "
-            f"{sends['seconds']:g} s.",
-            "",
-            "| pipelines written | cycles/s | client CPU ms / cycle | server CPU ms / cycle |",
-            "|---|---:|---:|---:|",
-            *[
-                f"| {side} | {v['per_second']:.1f} | {v['client_cpu_ms']:.3f} | "
-                f"{v['server_cpu_ms']:.3f} |"
-                for side, v in (("at the sync", at_sync), ("one by one", one_by_one))
-            ],
-            f"| at the sync / one by one (paired) | {ratio['per_second']} | "
-            f"{ratio['client_cpu_ms']} | {ratio['server_cpu_ms']} |",
             "",
         ]
     if variants := load("claim_variants"):

@@ -146,10 +146,6 @@ else:
 
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
-# Django's PostgreSQL backend whose health check sends its round trip (SELECT 1) only for a
-# connection unused for longer than this; one used more recently is judged by its socket
-# (reviewconsole/postgresql/base.py). 0 asks the server before every request, as Django does.
-DB_HEALTH_CHECK_AFTER_SECONDS = env.float("DB_HEALTH_CHECK_AFTER_SECONDS", default=1.0)
 # The long-running processes (web workers, the apply worker) freeze what they loaded at start-up
 # out of the cycle collector's reach and collect young objects every this many allocations
 # (reviewconsole/gc_tuning.py); 0 keeps Python's own collector settings.
@@ -198,9 +194,6 @@ if env("DATABASE_REPLICA_URL", default=""):
         "TEST": {"MIRROR": "default"},
     }
 DATABASE_ROUTERS = ["reviewconsole.routers.ReplicaRouter"]
-for _database in DATABASES.values():
-    if _database["ENGINE"] == "django.db.backends.postgresql":
-        _database["ENGINE"] = "reviewconsole.postgresql"
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

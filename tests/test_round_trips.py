@@ -121,46 +121,23 @@ def _command(command) -> bytes | None:
     return command.args[0]
 
 
-def _writes(monkeypatch) -> list[list[bytes]]:
-    """Record what psycopg's pipeline send loop finds queued each time it is called."""
+def _round_trips(monkeypatch) -> list[list[bytes]]:
+    """Record the commands psycopg's pipelines send, split into round trips: the client waits
+    for the server at each Sync, and only there."""
     from psycopg import _pipeline_base
 
-    writes: list[list[bytes]] = []
+    trips: list[list[bytes]] = [[]]
     communicate = _pipeline_base.pipeline_communicate
 
     def recording(pgconn, commands):
-        writes.append([c for c in map(_command, commands) if c is not None])
+        for command in filter(None, map(_command, commands)):
+            trips[-1].append(command)
+            if command == b"Sync":
+                trips.append([])
         return (yield from communicate(pgconn, commands))
 
     monkeypatch.setattr(_pipeline_base, "pipeline_communicate", recording)
-    return writes
-
-
-def _socket_waits(monkeypatch) -> list[int]:
-    """Count the calls in which psycopg waited on the socket (a round trip, or a write that
-    would block): a generator psycopg runs that yields did I/O."""
-    waits: list[int] = []
-    wait = psycopg.Connection.wait
-
-    def watched(gen):
-        try:
-            item = next(gen)
-        except StopIteration as stop:
-            return stop.value
-        waits.append(1)
-        while True:
-            ready = yield item
-            try:
-                item = gen.send(ready)
-            except StopIteration as stop:
-                return stop.value
-
-    monkeypatch.setattr(
-        psycopg.Connection,
-        "wait",
-        lambda conn, gen, *args, **kwargs: wait(conn, watched(gen), *args, **kwargs),
-    )
-    return waits
+    return trips
 
 
 @pytest.fixture
@@ -177,24 +154,19 @@ def notices() -> list[str]:
     connection.connection.remove_notice_handler(handler)
 
 
-def test_a_claim_is_one_write_and_one_round_trip_with_its_begin_and_commit(
-    queue, alice, monkeypatch, notices
-):
-    # psycopg writes a pipeline's statements one by one and, outside autocommit, queues a
-    # BEGIN and a Sync before each statement while the server has seen none; its COMMIT then
-    # leaves for a round trip of its own. run_together writes BEGIN, the statements, COMMIT
-    # and one Sync at the sync (runner.send_at_sync, runner._transaction_as_written).
+def test_a_claim_is_one_round_trip_with_its_begin_and_commit(queue, alice, monkeypatch, notices):
+    # Outside autocommit psycopg sends its own BEGIN before a pipeline's first statement, with
+    # a Sync of its own: a round trip. run_together sends BEGIN, the statements, COMMIT and one
+    # Sync (psycopg_internals.transaction_as_written).
     make_items(queue, 2)
     connection.ensure_connection()
-    writes = _writes(monkeypatch)
-    waits = _socket_waits(monkeypatch)
+    trips = _round_trips(monkeypatch)
     item = claim_next(queue=queue, reviewer=alice)
     assert item is not None
-    [write] = writes
+    [write, _] = trips
     # BEGIN, the guard, the renew, the claim, COMMIT and the Sync.
     assert len(write) == 6
     assert (write[0], write[-2], write[-1]) == (b"BEGIN", b"COMMIT", b"Sync")
-    assert len(waits) == 1
     assert notices == []  # no "there is already a transaction in progress"
 
 
@@ -204,14 +176,12 @@ def test_a_decision_is_one_round_trip_and_wakes_the_workers_in_it(
     make_items(queue, 2)
     item = claim_next(queue=queue, reviewer=alice)
     assert item.evidence_hash is not None  # stored at intake (evidence.arrival_evidence_hash)
-    writes = _writes(monkeypatch)
-    waits = _socket_waits(monkeypatch)
+    trips = _round_trips(monkeypatch)
     decision = approve_as_shown(item, alice, queue_id=item.queue_id)  # no read of the item first
     # BEGIN, the timeouts, the close and insert, COMMIT, the wake-up (its arrival:
     # tests/worker/test_wake_up.py) and the Sync.
-    [write] = writes
+    [write, _] = trips
     assert (len(write), write[0], write[-3], write[-1]) == (6, b"BEGIN", b"COMMIT", b"Sync")
-    assert len(waits) == 1
     assert notices == []
     # Nothing was left for Django's atomic block to commit, or for psycopg to begin again.
     assert connection.connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
@@ -233,12 +203,10 @@ def test_a_console_decision_is_one_round_trip_unless_a_warning_needs_judging(
         EvidenceRule.objects.create(queue=queue, path="n", test="above", value="-1", message="n")
     make_items(queue, 2)
     item = claim_next(queue=queue, reviewer=alice)
-    writes = _writes(monkeypatch)
-    waits = _socket_waits(monkeypatch)
+    trips = _round_trips(monkeypatch)
     approve_as_shown(item, alice, queue_id=item.queue_id, warnings_seen=warnings_seen)
-    [write] = writes
+    [write, _] = trips
     assert (len(write), write[0], write[-3], write[-1]) == (6, b"BEGIN", b"COMMIT", b"Sync")
-    assert len(waits) == 1
     assert notices == []
 
 
@@ -248,16 +216,14 @@ def test_without_a_stored_hash_a_decision_takes_the_two_statement_way(
     make_items(queue, 2)
     item = claim_next(queue=queue, reviewer=alice)
     ReviewItem.objects.filter(pk=item.pk).update(evidence_hash=None)
-    writes = _writes(monkeypatch)
-    waits = _socket_waits(monkeypatch)
+    trips = _round_trips(monkeypatch)
     decision = approve_as_shown(item, alice, queue_id=item.queue_id)
     # The one statement wrote nothing; then BEGIN, the guard, the close and the Sync; then
     # the insert, COMMIT, the wake-up and the Sync.
-    tried, close, insert = writes
+    tried, close, insert, _ = trips
     assert (len(tried), tried[-3]) == (6, b"COMMIT")
     assert (len(close), close[0], close[-1]) == (4, b"BEGIN", b"Sync")
     assert (len(insert), insert[1], insert[-1]) == (4, b"COMMIT", b"Sync")
-    assert len(waits) == 3
     assert notices == []
     assert connection.connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
     assert Decision.objects.get(pk=decision.pk).evidence_hash == shown_hash(item)

@@ -2,8 +2,8 @@
 
 fetch_* run one statement and return dicts or model instances; run_together sends several in
 one round trip (a pipeline), with the COMMIT when it ends the transaction; build_instances and
-split_result turn a statement's (column names, rows) into model instances. The psycopg-specific
-tricks these rely on (the statement cache limit, the pipeline's sync) live here too.
+split_result turn a statement's (column names, rows) into model instances. The two places it reaches
+into psycopg's internals are in psycopg_internals, and nowhere else.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections,
 from django.db.models.base import DEFERRED
 from pghistory.runtime import _inject_history_context  # off the pipeline, see below
 
+from queue_app.db.psycopg_internals import raise_statement_cache_limit, transaction_as_written
 from queue_app.db.statements import access as access_sql
 from queue_app.db.statements import outbox as outbox_sql
 
@@ -26,28 +27,8 @@ M = TypeVar("M", bound=models.Model)
 
 logger = logging.getLogger("queue_app")
 
-
-# psycopg keeps the parse of a statement's %(name)s placeholders in an LRU cache, but only for
-# texts up to 4 KiB (psycopg._queries.MAX_CACHED_STATEMENT_LENGTH), to keep one-off SQL that
-# ORMs generate out of the cache. CLAIM_NEXT_ITEM is about 8 KiB and runs on every Next item:
-# above the limit psycopg re-parsed it with a regular expression every time, a tenth of the
-# claim + decide cycle's client CPU (B3, docs/performance.md). The limit is raised to cover
-# the named statements of queue_app.db.statements, which are few and fixed;
-# tests/test_statement_cache.py fails if a statement outgrows it or psycopg drops the setting.
-STATEMENT_CACHE_LIMIT = 16 * 1024
-
-
-def _cache_named_statements() -> None:
-    from psycopg import _queries
-
-    if (
-        getattr(_queries, "MAX_CACHED_STATEMENT_LENGTH", STATEMENT_CACHE_LIMIT)
-        < STATEMENT_CACHE_LIMIT
-    ):
-        _queries.MAX_CACHED_STATEMENT_LENGTH = STATEMENT_CACHE_LIMIT
-
-
-_cache_named_statements()
+# Every named statement fits psycopg's parse cache (see psycopg_internals).
+raise_statement_cache_limit()
 
 
 def set_local_timeouts(*, lock_timeout_ms: int, statement_timeout_ms: int) -> None:
@@ -137,71 +118,6 @@ def _without_history_context(db: Any) -> Iterator[None]:
         db.execute_wrappers.extend(held)
 
 
-def _send_nothing() -> Iterator[None]:
-    return
-    yield  # a generator, as the method it stands in for
-
-
-@contextmanager
-def send_at_sync(pipeline: Any) -> Iterator[None]:
-    """Queue the statements executed inside in the pipeline, and send them all at its next sync.
-
-    psycopg writes each statement of a pipeline to the socket as it is executed, polling the
-    socket before and after: a write (and, at the server, a read and a wake-up) per statement.
-    libpq itself, and pgbench's pipelines, queue the statements and write them at the sync.
-    Here the statements, their BEGIN, COMMIT and Sync go out in one write. What that buys is
-    small: for B3's psycopg floor in one process, 0.94x the cycles per second of writing
-    statement by statement, at the same client and server CPU per cycle (bench/pipeline_sends.py,
-    2026-12-04 20:59; its earlier 1.13x was mostly a BEGIN round trip, _transaction_as_written).
-    With the cores saturated, 8 processes at once, 0.99x (--processes 8). Nothing measurable
-    either way, then; it stays until removing it (one private psycopg method fewer) comes with
-    another way for tests/test_round_trips.py to see one write per round trip. Nothing else
-    changes: the server receives the same messages in the same order, runs them one after
-    another, and stops at the first error.
-
-    The write happens in the pipeline's _communicate_gen, a private method of psycopg's that
-    every statement calls; while it is replaced, psycopg only queues. If a later psycopg drops
-    it, statements are written one by one again (tests/test_round_trips.py fails to say so).
-    """
-    if not hasattr(type(pipeline), "_communicate_gen"):
-        yield
-        return
-    pipeline._communicate_gen = _send_nothing
-    try:
-        yield
-    finally:
-        del pipeline._communicate_gen
-
-
-@contextmanager
-def _transaction_as_written(conn: psycopg.Connection[Any]) -> Iterator[bool]:
-    """Inside a pipeline: psycopg adds no BEGIN of its own; say whether the caller must.
-
-    Outside autocommit psycopg starts the transaction itself, before the first statement run
-    while the server is idle in none: it queues a BEGIN and a Sync. Queued, nothing has reached
-    the server, so it is still idle at the next statement, and the next: a BEGIN and a Sync
-    before every statement of a pipeline written at its sync (the server warns "there is
-    already a transaction in progress" for each, in its log), and COMMIT, which psycopg sends
-    only in a transaction, left for a round trip of its own. Here psycopg is told it is in
-    autocommit while the statements are queued (its private _autocommit, which the public
-    setter refuses to change mid-transaction), so the caller writes BEGIN and COMMIT itself,
-    once each. Yields whether a BEGIN is needed: the transaction is psycopg's to open and not
-    yet open. A connection with its own isolation level, read-only or deferrable setting keeps
-    psycopg's BEGIN, which carries them (Django sets them from OPTIONS; ours sets none).
-    """
-    own_begin = (conn.isolation_level, conn.read_only, conn.deferrable) != (None, None, None)
-    if own_begin or not hasattr(conn, "_autocommit"):  # or a later psycopg: its BEGIN, as before
-        yield False
-        return
-    saved = conn._autocommit
-    begin = not saved and conn.pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE
-    conn._autocommit = True
-    try:
-        yield begin
-    finally:
-        conn._autocommit = saved
-
-
 def run_together(
     steps: Sequence[tuple[str, dict[str, Any]]],
     *,
@@ -215,7 +131,7 @@ def run_together(
     per statement. If one fails, the ones after it do not run and the error is raised (as
     Django's database error) when the results are collected. Only for statements where no
     decision in Python is needed between them. The transaction's BEGIN, when this opens it,
-    goes in the same write (_transaction_as_written).
+    goes in the same round trip (psycopg_internals.transaction_as_written).
 
     commit=True, for the last statements of a transaction: when the caller's atomic block is
     the outermost one, the COMMIT goes in the same round trip, so locks taken by the
@@ -257,13 +173,9 @@ def run_together(
     try:
         with db.wrap_database_errors, _without_history_context(db):
             try:
-                # Exited in reverse order: psycopg's own BEGIN rule and its socket writes are
-                # back in place before the pipeline's exit sends the Sync and reads the results.
-                with (
-                    conn.pipeline() as pipeline,
-                    send_at_sync(pipeline),
-                    _transaction_as_written(conn) as begin,
-                ):
+                # Exited in reverse order: psycopg's own BEGIN rule is back in place before the
+                # pipeline's exit sends the Sync and reads the results.
+                with conn.pipeline(), transaction_as_written(conn) as begin:
                     if begin:
                         control.execute(b"BEGIN", prepare=False)
                     for cursor, (statement, params) in zip(cursors, steps, strict=True):
@@ -282,38 +194,22 @@ def run_together(
             if after_commit and not committing:
                 transaction.on_commit(partial(_run_after_commit, after_commit), robust=True)
             results = []
-            for cursor, (statement, _) in zip(cursors, steps, strict=True):
+            for cursor in cursors:
                 res = cursor.pgresult
                 if not res.nfields:
                     results.append(((), []))
                     continue
-                results.append((_column_names(statement, res), cursor.fetchall()))
+                results.append((_column_names(res), cursor.fetchall()))
             return results
     finally:
         for cursor in (*cursors, control, ending, *after):
             cursor.close()
 
 
-# A statement's column names, by its text and its number of columns. Read straight from the
-# result: building cursor.description's column objects cost more client CPU than the rest of a
-# round trip. And remembered: the same statement returns the same columns every time, and
-# decoding them again was about 250 calls a reviewer cycle (B8, docs/performance.md). The statements
-# are queue_app.db.statements' constants; the bound only guards against a caller that builds its
-# text.
-_COLUMN_NAMES: dict[tuple[str, int], tuple[str, ...]] = {}
-
-
-_COLUMN_NAMES_KEPT = 1024
-
-
-def _column_names(statement: str, res: psycopg.pq.abc.PGresult) -> tuple[str, ...]:
-    key = (statement, res.nfields)
-    names = _COLUMN_NAMES.get(key)
-    if names is None:
-        names = tuple(res.fname(i).decode() for i in range(res.nfields))
-        if len(_COLUMN_NAMES) < _COLUMN_NAMES_KEPT:
-            _COLUMN_NAMES[key] = names
-    return names
+def _column_names(res: psycopg.pq.abc.PGresult) -> tuple[str, ...]:
+    # Read straight from the result: building cursor.description's column objects costs more
+    # client CPU than the rest of a round trip.
+    return tuple((res.fname(i) or b"").decode() for i in range(res.nfields))
 
 
 def _statement_error(exc: psycopg.Error) -> psycopg.Error:
@@ -380,7 +276,7 @@ def prepared_result(statement: str, params: dict[str, Any]) -> Result:
             res = cursor.cursor.pgresult
             if res is None or not res.nfields:
                 return (), []
-            return _column_names(statement, res), cursor.fetchall()
+            return _column_names(res), cursor.fetchall()
     finally:
         cursor.close()
 
