@@ -172,13 +172,16 @@ def test_each_refusal_writes_nothing_and_is_named_by_the_two_statement_way(
     assert two_statement_calls == [item.pk] * 3
 
 
-def test_changed_evidence_clears_the_stored_hash_and_the_old_form_is_refused(queue, alice):
+def test_replaced_evidence_gets_its_own_stored_hash_and_the_old_form_is_refused(queue, alice):
     item = _claimed(queue, alice)
     replace_evidence(item_id=item.pk, actor=alice, payload={"amount": "13.00"})
-    assert ReviewItem.objects.get(pk=item.pk).evidence_hash is None
+    now = ReviewItem.objects.get(pk=item.pk)
+    assert now.evidence_hash == item_evidence_hash(now) != item.evidence_hash
     with pytest.raises(EvidenceChanged):
         _submit(item, alice)
     assert _untouched(item)
+    # The page reloaded shows the new evidence, and its form is recorded in one statement.
+    assert _submit(now, alice, evidence_hash=shown_hash(now)).evidence_hash == now.evidence_hash
 
 
 @pytest.mark.parametrize(
@@ -239,16 +242,16 @@ PAYLOADS = [
 def test_a_stored_hash_is_the_hash_of_the_row_as_read_back(queue, payload):
     item = create_item(queue=queue, subject="Case ☃", payload=payload, idempotency_key="k")[0]
     stored = ReviewItem.objects.get(pk=item.pk)
+    assert stored.evidence_hash == item.evidence_hash == item_evidence_hash(stored)
     expected = arrival_evidence_hash(subject="Case ☃", payload=payload)
-    assert stored.evidence_hash == expected
     if expected is not None:
-        assert expected == item_evidence_hash(stored)
+        assert expected == stored.evidence_hash
 
 
 @pytest.mark.parametrize("index", [3, 4, 5, 6])
 def test_the_values_left_without_a_stored_hash_do_read_back_differently(queue, index):
     # Why arrival_evidence_hash declines them: the hash of the written value would not be
-    # the hash of the row (which is what a form carries), so the decide must hash the row.
+    # the hash of the row (which is what a form carries), so intake hashes the row read back.
     payload = PAYLOADS[index]
     item = create_item(queue=queue, subject="s", payload=payload, idempotency_key="k")[0]
     read_back = ReviewItem.objects.get(pk=item.pk)
