@@ -141,12 +141,20 @@ def lag(queue: Any, reviewers: list[Any], *, seconds: float, notify: bool) -> di
     """Decide items at RATE/s while a real worker applies them; return lag figures."""
     from django.db import connection
 
+    from queue_app.evidence import evidence_hash
     from queue_app.models import AppliedDecision, ReviewItem
 
     n = int(RATE * seconds)
     label = "notify" if notify else "poll"
+    # Each with its stored evidence hash, as intake gives it: the decide compares with it.
     ReviewItem.objects.bulk_create(
-        ReviewItem(queue=queue, subject=f"lag {i}", payload={"i": i}, idempotency_key=f"{label}{i}")
+        ReviewItem(
+            queue=queue,
+            subject=f"lag {i}",
+            payload={"i": i},
+            idempotency_key=f"{label}{i}",
+            evidence_hash=evidence_hash(subject=f"lag {i}", payload={"i": i}),
+        )
         for i in range(n)
     )
     args = ["--batch-size", "10", "--poll-interval", "1", "--escalate-every", "0"]

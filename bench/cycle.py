@@ -81,6 +81,7 @@ def pgbench_script(*, queue_id: int, reason_code: str, first_user: int, users: i
         "qa_draw": QA_DRAW,
         # The bench queue has no evidence rules, so nothing warns: as the services bind it.
         "warnings_seen": "true",
+        "time_zone": "'UTC'",
     }
     # The round trips mirror the services'. claim_next sends BEGIN, the guard, the renew, the
     # claim and COMMIT together (runner.run_together); submit_decision sends BEGIN, the
@@ -160,6 +161,7 @@ def floor_worker(args: tuple[int, int, float, str], ready) -> tuple[int, float]:
         "corrected_verdict": None,
         "qa_draw": int(QA_DRAW),
         "warnings_seen": True,
+        "time_zone": "UTC",
     }
 
     def together(

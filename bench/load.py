@@ -65,6 +65,7 @@ def seed(*, reviewers: int, api_clients: int, stock: int) -> dict[str, Any]:
 
     from queue_app.api.auth import issue_api_client
     from queue_app.models import Queue, ReasonCode
+    from queue_app.services.evidence_backfill import backfill_evidence_hashes
 
     with connection.cursor() as cursor:
         cursor.execute(
@@ -101,6 +102,10 @@ def seed(*, reviewers: int, api_clients: int, stock: int) -> dict[str, Any]:
             """,
             [queue.pk, stock],
         )
+    # Written below the services, so without a stored evidence hash, which the decide needs:
+    # stored as an operator stores it for such rows.
+    for _ in backfill_evidence_hashes():
+        pass
     return {"users": users, "tokens": tokens}
 
 

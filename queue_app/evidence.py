@@ -51,7 +51,7 @@ def row_payload(value: Any) -> Any:
 
 def row_evidence_hash(row: dict[str, Any]) -> str:
     """The evidence hash of a raw row (subject, payload, attachments) as stored: what the item
-    page shows for the same row, the two-statement decide compares and the backfill stores."""
+    page shows for the same row and the backfill stores."""
     return evidence_hash(
         subject=row["subject"],
         payload=row_payload(row["payload"]),
@@ -75,7 +75,8 @@ def arrival_evidence_hash(
 
     Computed from the values as written, it equals the hash of the row as read back only if
     jsonb stores the payload's values exactly as they are written, so that they decode to the
-    same values (see _stored_as_written); otherwise None, and the decide hashes the row itself.
+    same values (see _stored_as_written); otherwise None, and the writer hashes the row as read
+    back (services.intake.store_evidence_hash).
     ReviewItem.evidence_hash says why it is kept.
     """
     if not _stored_as_written(payload):

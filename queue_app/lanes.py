@@ -1,11 +1,11 @@
-"""Second-person controls, the pure parts: when a decision needs a check, the QA draw, and the
-agreement figures (Cohen's kappa, Wilson intervals). No database access here; the operations
-are in queue_app/services/lanes.py and the statements in queue_app/db/statements/lanes.py.
+"""Second-person controls, the pure parts: the QA draw and the agreement figures (Cohen's
+kappa, Wilson intervals). No database access here; the operations are in
+queue_app/services/lanes.py and the statements in queue_app/db/statements/lanes.py. Whether a
+decision needs a check is the database's queue_app_check_needed, which the decide calls.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -16,42 +16,12 @@ from uuid import UUID
 from django.conf import settings
 from django.utils.crypto import salted_hmac
 
-from queue_app.rules import _MISSING, parse_number, resolve
-
 # Verdicts a blind QA review can reproduce and an adjudication can correct. An escalation is a
 # hand-off, not an outcome: it is not drawn.
 QA_VERDICTS = ("approve", "reject")
 
 # The salt of the QA draw's key (see qa_draw).
 QA_DRAW_SALT = "queue_app.lanes.qa_draw"
-
-
-def check_needed(
-    *, policies: Iterable[Mapping[str, Any]] | str, verdict: str, payload: Any
-) -> bool:
-    """Whether a decision of this verdict on this payload needs a checker before its effect.
-
-    policies: the queue's CheckPolicy rows as dicts (verdict, path, threshold as text; that is
-    how decisions_sql.CLOSE_ITEM returns them). A policy without a path always applies; with one,
-    when the number there is at or above the threshold, compared as exact Decimals (the payload's
-    numbers are Decimal through jsonutil's exact decoding; numeric strings count too). A
-    missing or non-numeric value needs a check: a policy fails safe.
-    """
-    # jsonb as Django's cursors return it: text.
-    rows: Iterable[Mapping[str, Any]] = (
-        json.loads(policies) if isinstance(policies, str) else policies
-    )
-    for policy in rows:
-        if policy["verdict"] != verdict:
-            continue
-        if not policy["path"]:
-            return True
-        threshold = Decimal(str(policy["threshold"]))
-        value = resolve(payload, policy["path"])
-        number = None if value is _MISSING else parse_number(value)
-        if number is None or number >= threshold:
-            return True
-    return False
 
 
 def qa_draw(*, item_id: int, lease_token: UUID | str) -> int:

@@ -100,40 +100,6 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
             claimed_items[0] if claimed_items else None,
         )
 
-    def guard_and_close(
-        self,
-        *,
-        item_id: int,
-        queue_id: int,
-        lease_token: UUID,
-        owner_id: int,
-        lock_timeout_ms: int,
-        statement_timeout_ms: int,
-    ) -> tuple[bool, dict[str, Any] | None]:
-        """The fenced close, in one round trip; return (may review, closed row or None).
-
-        Sets the timeouts and reports whether the user may still review the item's queue
-        (access can be revoked while a lease is open), then closes the item if the token still
-        holds. The caller rolls back when the user may not review or the evidence changed.
-        """
-        params = {
-            "item_id": item_id,
-            "queue_id": queue_id,
-            "lease_token": lease_token,
-            "owner_id": owner_id,
-            "lock_timeout": f"{lock_timeout_ms}ms",
-            "statement_timeout": f"{statement_timeout_ms}ms",
-        }
-        guard, closed = run_together(
-            [
-                (access_sql.SET_LOCAL_TIMEOUTS_AND_CHECK_ITEM_ACCESS, params),
-                (decisions_sql.CLOSE_ITEM, params),
-            ]
-        )
-        allowed = bool(guard[1][0][-1])
-        columns, rows = closed
-        return allowed, (dict(zip(columns, rows[0], strict=True)) if rows else None)
-
     def with_queue_and_access(self, *, item_id: int, user_id: int) -> ReviewItem | None:
         """The item with its queue attached and may_review set (whether the user may review
         that queue), in one prepared statement; None if there is no such item."""
@@ -331,6 +297,7 @@ class DecisionManager(models.Manager["Decision"]):
         note: str,
         qa_draw: int | None,
         warnings_seen: bool,
+        time_zone: str,
         lock_timeout_ms: int,
         statement_timeout_ms: int,
     ) -> Decision | None:
@@ -358,6 +325,7 @@ class DecisionManager(models.Manager["Decision"]):
             # one parameter type, so one prepared statement.
             "qa_draw": None if qa_draw is None else Decimal(qa_draw),
             "warnings_seen": warnings_seen,
+            "time_zone": time_zone,
             "lock_timeout": f"{lock_timeout_ms}ms",
             "statement_timeout": f"{statement_timeout_ms}ms",
         }
@@ -372,6 +340,33 @@ class DecisionManager(models.Manager["Decision"]):
         if not recorded[1]:
             return None
         return self._built(recorded)
+
+    def refusal_facts(
+        self,
+        *,
+        item_id: int,
+        queue_id: int,
+        lease_token: UUID,
+        reviewer_id: int,
+        verdict: str,
+        evidence_hash: str,
+        time_zone: str,
+    ) -> dict[str, bool] | None:
+        """Which of close_and_record's conditions hold now (decisions_sql.EXPLAIN_REFUSED_DECISION);
+        None when there is no such item. Reads only."""
+        rows = fetch_dicts(
+            decisions_sql.EXPLAIN_REFUSED_DECISION,
+            {
+                "item_id": item_id,
+                "queue_id": queue_id,
+                "lease_token": lease_token,
+                "owner_id": reviewer_id,
+                "verdict": verdict,
+                "evidence_hash": evidence_hash,
+                "time_zone": time_zone,
+            },
+        )
+        return rows[0] if rows else None
 
     def _built(self, result: Result) -> Decision:
         from queue_app.models import Queue, ReasonCode

@@ -396,12 +396,12 @@ class ReviewItem(models.Model):
     # How many times a checker returned the item's decision (queue_app/lanes.py): each return
     # opens a new round, and the database allows one review decision per item and round.
     review_round = models.PositiveIntegerField(default=0, db_default=0)
-    # The evidence hash (queue_app/evidence.py) of the item as it arrived, when intake can
-    # know it exactly (evidence.arrival_evidence_hash); NULL otherwise, and from the first
-    # change to the subject, payload or attachments on (item_evidence_hash_cleared clears it).
-    # So it is the hash of the evidence the row holds, or nothing. The one-statement decide
-    # compares the form's hash with it (decisions_sql.CLOSE_AND_RECORD_DECISION); without it the
-    # decide hashes the row in Python.
+    # The evidence hash (queue_app/evidence.py) of the evidence the row holds: every writer of
+    # evidence stores it (services.intake.store_evidence_hash), and a trigger clears it in any
+    # other update that changes the subject, payload or attachments. So it is the hash of the
+    # evidence the row holds, or nothing. The decide compares the form's hash with it
+    # (decisions_sql.CLOSE_AND_RECORD_DECISION) and refuses an item without one
+    # (backfill_evidence_hashes gives one to rows from before it was kept).
     evidence_hash = models.CharField(  # noqa: DJ001
         max_length=64, null=True, blank=True, editable=False
     )

@@ -23,7 +23,7 @@ from django.test import Client
 from django.test.signals import template_rendered
 
 from queue_app.evidence import item_evidence_hash
-from queue_app.models import Decision, Queue, ReasonCode, ReviewItem, Verdict
+from queue_app.models import Queue, ReasonCode, ReviewItem, Verdict
 from queue_app.services import create_item, submit_decision
 from queue_app.services import decisions as decisions_service
 
@@ -202,17 +202,17 @@ def approve_as_shown(
 
 
 @pytest.fixture
-def two_statement_calls(monkeypatch) -> list[int]:
-    """The items whose decide went the two-statement way (services.decisions._close_then_record),
-    not the one statement (decisions_sql.CLOSE_AND_RECORD_DECISION)."""
+def explained_refusals(monkeypatch) -> list[int]:
+    """The items whose decide (decisions_sql.CLOSE_AND_RECORD_DECISION) wrote nothing and whose
+    refusal was then explained from the row (services.decisions._refusal)."""
     calls: list[int] = []
-    original = decisions_service._close_then_record
+    original = decisions_service._refusal
 
-    def counted(**kwargs: Any) -> Decision:
+    def counted(**kwargs: Any) -> Exception:
         calls.append(kwargs["item_id"])
         return original(**kwargs)
 
-    monkeypatch.setattr(decisions_service, "_close_then_record", counted)
+    monkeypatch.setattr(decisions_service, "_refusal", counted)
     return calls
 
 

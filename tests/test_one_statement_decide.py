@@ -1,17 +1,20 @@
 """The decide in one statement (decisions_sql.CLOSE_AND_RECORD_DECISION) and the item's stored hash.
 
-submit_decision first sends the whole decide as one statement; when one of its conditions does
-not hold it writes nothing and the two-statement decide runs. Both must leave exactly the same
-rows behind, and the stored hash must never stand for evidence the row no longer holds.
+submit_decision sends the whole decide as one statement; when one of its conditions does not
+hold it writes nothing, and the row is read afterwards to say which. The stored hash is kept
+by every writer of evidence and must never stand for evidence the row no longer holds; an item
+without one (from before it was kept) is refused until backfill_evidence_hashes gives it one.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
 from decimal import Decimal
+from io import StringIO
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 from django.db import IntegrityError, connection
 from django.utils import timezone
 
@@ -25,7 +28,8 @@ from tests.conftest import make_items, shown_hash
 
 
 def _decide(queue, reviewer, *, verdict="approve", reason="verified", stored=True, **payload):
-    """Create, claim and decide one item; stored=False clears its stored hash first."""
+    """Create, claim and decide one item; stored=False clears its stored hash first, sees the
+    decide refused, and backfills it before deciding again."""
     n = ReviewItem.objects.count()
     item = create_item(
         queue=queue,
@@ -38,7 +42,7 @@ def _decide(queue, reviewer, *, verdict="approve", reason="verified", stored=Tru
         ReviewItem.objects.filter(pk=item.pk).update(evidence_hash=None)
     leased = claim_next(queue=queue, reviewer=reviewer)
     assert leased.pk == item.pk
-    return submit_decision(
+    decide = dict(
         item_id=item.pk,
         reviewer=reviewer,
         lease_token=leased.lease_token,
@@ -47,6 +51,12 @@ def _decide(queue, reviewer, *, verdict="approve", reason="verified", stored=Tru
         evidence_hash=shown_hash(leased),
         queue_id=queue.pk,
     )
+    if not stored:
+        with pytest.raises(EvidenceChanged):
+            submit_decision(**decide)
+        assert _untouched(leased)
+        call_command("backfill_evidence_hashes", stdout=StringIO())
+    return submit_decision(**decide)
 
 
 def _written(decision: Decision) -> dict[str, Any]:
@@ -78,34 +88,39 @@ def _written(decision: Decision) -> dict[str, Any]:
         ([{"verdict": "reject", "path": "amount", "threshold": "1.00"}], "approve", "verified"),
     ],
 )
-def test_both_ways_write_the_same_rows(
-    queue, alice, two_statement_calls, policies, verdict, reason
+def test_an_item_without_a_stored_hash_is_refused_then_decides_the_same_once_backfilled(
+    queue, alice, explained_refusals, policies, verdict, reason
 ):
     for policy in policies:
         CheckPolicy.objects.create(queue=queue, **policy)
     fast = _decide(queue, alice, verdict=verdict, reason=reason)
-    assert two_statement_calls == []
+    assert explained_refusals == []
     slow = _decide(queue, alice, verdict=verdict, reason=reason, stored=False)
-    assert two_statement_calls == [slow.item_id]
+    assert explained_refusals == [slow.item_id]
     assert _written(fast) == _written(slow)
     assert fast.queue_slug == slow.queue_slug == queue.slug
 
 
-def test_a_policy_that_reads_the_payload_is_left_to_python(queue, alice, two_statement_calls):
+def test_a_policy_that_reads_the_payload_is_judged_in_the_statement(
+    queue, alice, explained_refusals
+):
     CheckPolicy.objects.create(
         queue=queue, verdict="approve", path="amount", threshold=Decimal("100.00")
     )
     small = _decide(queue, alice, amount="99.99")
     large = _decide(queue, alice, amount="100.00")
-    assert two_statement_calls == [small.item_id, large.item_id]
+    assert explained_refusals == []
     assert (small.awaiting_check, large.awaiting_check) == (False, True)
+    assert ReviewItem.objects.get(pk=large.item_id).state == "awaiting_check"
+    assert LaneTask.objects.filter(decision=large, kind="check").exists()
+    assert not EffectJob.objects.filter(decision=large).exists()
 
 
-def test_the_qa_draw_in_sql_is_the_draw_in_python(queue, alice, two_statement_calls):
+def test_the_qa_draw_in_sql_is_the_draw_in_python(queue, alice, explained_refusals):
     queue.qa_rate = Decimal("37.50")
     queue.save(update_fields=["qa_rate"])
     decisions = [_decide(queue, alice) for _ in range(40)]
-    assert two_statement_calls == []
+    assert explained_refusals == []
     drawn = {d.pk for d in decisions if LaneTask.objects.filter(decision=d, kind="qa").exists()}
     expected = {
         d.pk
@@ -148,8 +163,8 @@ def _untouched(item: ReviewItem) -> bool:
     )
 
 
-def test_each_refusal_writes_nothing_and_is_named_by_the_two_statement_way(
-    queue, alice, two_statement_calls
+def test_each_refusal_writes_nothing_and_is_named_after_the_statement_refused(
+    queue, alice, explained_refusals
 ):
     queue.escalation_queue = None
     queue.save(update_fields=["escalation_queue"])
@@ -168,17 +183,20 @@ def test_each_refusal_writes_nothing_and_is_named_by_the_two_statement_way(
         _submit(item, alice)
     assert _untouched(item)
     # The invalid reason failed in the one statement (the database refuses it, nothing more
-    # to ask); the others went on to the two-statement decide, which said why.
-    assert two_statement_calls == [item.pk] * 3
+    # to ask); for the others the statement wrote nothing, and the row said why.
+    assert explained_refusals == [item.pk] * 3
 
 
-def test_changed_evidence_clears_the_stored_hash_and_the_old_form_is_refused(queue, alice):
+def test_replaced_evidence_gets_its_own_stored_hash_and_the_old_form_is_refused(queue, alice):
     item = _claimed(queue, alice)
     replace_evidence(item_id=item.pk, actor=alice, payload={"amount": "13.00"})
-    assert ReviewItem.objects.get(pk=item.pk).evidence_hash is None
+    now = ReviewItem.objects.get(pk=item.pk)
+    assert now.evidence_hash == item_evidence_hash(now) != item.evidence_hash
     with pytest.raises(EvidenceChanged):
         _submit(item, alice)
     assert _untouched(item)
+    # The page reloaded shows the new evidence, and its form is recorded in one statement.
+    assert _submit(now, alice, evidence_hash=shown_hash(now)).evidence_hash == now.evidence_hash
 
 
 @pytest.mark.parametrize(
@@ -239,16 +257,16 @@ PAYLOADS = [
 def test_a_stored_hash_is_the_hash_of_the_row_as_read_back(queue, payload):
     item = create_item(queue=queue, subject="Case ☃", payload=payload, idempotency_key="k")[0]
     stored = ReviewItem.objects.get(pk=item.pk)
+    assert stored.evidence_hash == item.evidence_hash == item_evidence_hash(stored)
     expected = arrival_evidence_hash(subject="Case ☃", payload=payload)
-    assert stored.evidence_hash == expected
     if expected is not None:
-        assert expected == item_evidence_hash(stored)
+        assert expected == stored.evidence_hash
 
 
 @pytest.mark.parametrize("index", [3, 4, 5, 6])
 def test_the_values_left_without_a_stored_hash_do_read_back_differently(queue, index):
     # Why arrival_evidence_hash declines them: the hash of the written value would not be
-    # the hash of the row (which is what a form carries), so the decide must hash the row.
+    # the hash of the row (which is what a form carries), so intake hashes the row read back.
     payload = PAYLOADS[index]
     item = create_item(queue=queue, subject="s", payload=payload, idempotency_key="k")[0]
     read_back = ReviewItem.objects.get(pk=item.pk)

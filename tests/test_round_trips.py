@@ -12,7 +12,7 @@ import pytest
 from django.db import DatabaseError, DataError, connection, transaction
 
 from queue_app.db.runner import run_together
-from queue_app.errors import InvalidReason, NotPermitted
+from queue_app.errors import EvidenceChanged, InvalidReason, NotPermitted
 from queue_app.models import Decision, EffectJob, EvidenceRule, ItemEvent, ReviewItem
 from queue_app.services import claim_next, submit_decision
 from tests.conftest import approve_as_shown, make_items, shown_hash
@@ -192,15 +192,20 @@ def test_a_decision_is_one_round_trip_and_wakes_the_workers_in_it(
     ) == [("decided", shown_hash(item))]
 
 
-@pytest.mark.parametrize(("rules", "warnings_seen"), [(False, False), (True, True)])
-def test_a_console_decision_is_one_round_trip_unless_a_warning_needs_judging(
-    queue, alice, monkeypatch, notices, rules, warnings_seen
+@pytest.mark.parametrize(
+    ("rule_value", "warnings_seen"), [(None, False), ("-1", True), ("1000", False), ("-1", None)]
+)
+def test_a_console_decision_is_one_round_trip_with_or_without_evidence_rules(
+    queue, alice, monkeypatch, notices, rule_value, warnings_seen
 ):
-    # The console's decide says whether the reviewer ticked "I have read the warnings". A
-    # queue without evidence rules has none to judge, and a ticked post needs no judging:
-    # both stay one round trip (the item page's warnings are judged in Python, rules.py).
-    if rules:
-        EvidenceRule.objects.create(queue=queue, path="n", test="above", value="-1", message="n")
+    # The console's decide says whether the reviewer ticked "I have read the warnings"; the
+    # rules are judged in the statement (queue_app_evidence_warnings), so a queue with rules
+    # decides in one round trip whether they warn and were ticked ("-1": every item's n is
+    # above it) or do not warn ("1000"), and so does a caller that shows none (None, the API).
+    if rule_value is not None:
+        EvidenceRule.objects.create(
+            queue=queue, path="n", test="above", value=rule_value, message="n"
+        )
     make_items(queue, 2)
     item = claim_next(queue=queue, reviewer=alice)
     trips = _round_trips(monkeypatch)
@@ -210,24 +215,23 @@ def test_a_console_decision_is_one_round_trip_unless_a_warning_needs_judging(
     assert notices == []
 
 
-def test_without_a_stored_hash_a_decision_takes_the_two_statement_way(
+def test_without_a_stored_hash_a_decision_is_refused_after_one_round_trip_and_a_read(
     queue, alice, monkeypatch, notices
 ):
     make_items(queue, 2)
     item = claim_next(queue=queue, reviewer=alice)
     ReviewItem.objects.filter(pk=item.pk).update(evidence_hash=None)
     trips = _round_trips(monkeypatch)
-    decision = approve_as_shown(item, alice, queue_id=item.queue_id)
-    # The one statement wrote nothing; then BEGIN, the guard, the close and the Sync; then
-    # the insert, COMMIT, the wake-up and the Sync.
-    tried, close, insert, _ = trips
+    with pytest.raises(EvidenceChanged):
+        approve_as_shown(item, alice, queue_id=item.queue_id)
+    # The one statement wrote nothing and committed; the explanation is one read after it,
+    # outside any pipeline.
+    [tried, _] = trips
     assert (len(tried), tried[-3]) == (6, b"COMMIT")
-    assert (len(close), close[0], close[-1]) == (4, b"BEGIN", b"Sync")
-    assert (len(insert), insert[1], insert[-1]) == (4, b"COMMIT", b"Sync")
     assert notices == []
     assert connection.connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-    assert Decision.objects.get(pk=decision.pk).evidence_hash == shown_hash(item)
-    assert EffectJob.objects.filter(decision=decision).count() == 1
+    assert not Decision.objects.filter(item_id=item.pk).exists()
+    assert not EffectJob.objects.exists()
 
 
 def test_a_failing_statement_rolls_back_a_transaction_the_round_trip_began(queue, alice):

@@ -43,7 +43,7 @@ from queue_app.errors import (
 )
 from queue_app.evidence import item_evidence_hash
 from queue_app.forms import DecisionForm, LeaseForm
-from queue_app.models import REVIEW_VERDICTS, Decision, ItemState, Queue, ReviewItem
+from queue_app.models import REVIEW_VERDICTS, ItemState, Queue, ReviewItem
 from queue_app.rules import warnings_for
 from queue_app.services import (
     PageResults,
@@ -420,17 +420,12 @@ def item_decide(request: HttpRequest, item_id: int) -> HttpResponse:
     """Record my verdict on an item I hold, then open the next item of the same queue."""
     # The queue the page showed the item in goes straight to the decide statement, which checks
     # it (the item is in it, and the reviewer may review it) as it checks the lease token, and
-    # returns what the Next claim after it needs of the queue. Without it (a page from before
-    # it was posted) the queue and the access rule are read first. Every refusal below answers
-    # as the page without it would have: the queue and the access rule first (404, 403).
-    queue = None
-    posted_queue_id = _posted_id(request.POST.get("queue"))
-    if posted_queue_id is None:
-        queue = _queue_of_item(request, item_id)
+    # returns what the Next claim after it needs of the queue. A page that posts none (from
+    # before it was posted) leaves the service to read the item's. Every refusal answers the
+    # queue and the access rule first (404, 403), as the item page does.
     form = DecisionForm(request.POST)
     if not form.is_valid():
-        if queue is None:
-            queue = _queue_of_item(request, item_id)
+        _queue_of_item(request, item_id)
         if "lease_token" in form.errors:
             messages.error(request, StaleLease.message)
             return redirect("item", item_id=item_id)
@@ -450,13 +445,11 @@ def item_decide(request: HttpRequest, item_id: int) -> HttpResponse:
                 reason_code=data["reason_code"],
                 evidence_hash=data["evidence_hash"],
                 note=data["note"],
-                queue_id=queue.pk if queue is not None else posted_queue_id,
+                queue_id=_posted_id(request.POST.get("queue")),
                 warnings_seen=data["warnings_seen"],
             )
         except ReviewError:
-            if queue is None:
-                # Nothing was written; say it as the page without the posted queue would.
-                queue = _queue_of_item(request, item_id)
+            _queue_of_item(request, item_id)  # nothing was written: 404 or 403 first
             raise
     except (StaleLease, EvidenceChanged) as exc:
         # Show the item as it is now: someone else's, decided, or with the new evidence.
@@ -471,11 +464,8 @@ def item_decide(request: HttpRequest, item_id: int) -> HttpResponse:
         f"Recorded {decision.get_verdict_display().lower()} ({decision.reason_code.label}) "
         f"on item #{item_id}.",
     )
-    if queue is None:
-        # The one-statement decide brought the queue back; the two-statement one did not.
-        cached = Decision.queue.is_cached(decision)
-        queue = decision.queue if cached else _queue_of_item(request, item_id)
-    return _open_next(request, queue)
+    # The decide statement brought back what the claim needs of the queue.
+    return _open_next(request, decision.queue)
 
 
 def _open_next(request: HttpRequest, queue: Queue) -> HttpResponse:

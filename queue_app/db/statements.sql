@@ -589,7 +589,7 @@ SELECT * FROM moved;
 -- decisions: The decide: the fenced close and the insert of a decision with its outbox row.
 
 -- name: CLOSE_ITEM
--- The fenced close: the only way an item becomes decided.
+-- The fenced close alone, for the benchmark's step-by-step replay of a decide.
 UPDATE queue_app_reviewitem AS i
    SET state = 'decided', decided_at = now(),
        lease_owner_id = NULL, lease_token = NULL, lease_expires = NULL
@@ -616,7 +616,7 @@ RETURNING i.id, i.queue_id, i.subject, i.payload, i.attachments,
              FROM queue_app_evidencerule AS e WHERE e.queue_id = i.queue_id) AS evidence_rules;
 
 -- name: INSERT_DECISION
--- Record a decision, its outbox row, event and lane task after a Python-checked close.
+-- Record an overturn with its outbox row, event and lane task.
 WITH awaiting AS (
     UPDATE queue_app_reviewitem SET state = 'awaiting_check'
      WHERE id = %(item_id)s AND queue_id = %(queue_id)s AND %(needs_check)s
@@ -674,29 +674,22 @@ SELECT decision.*, src.needs_check AS awaiting_check,
   FROM decision JOIN queue_app_reasoncode AS r ON r.id = decision.reason_code_id, src;
 
 -- name: CLOSE_AND_RECORD_DECISION
--- The whole decide in one statement: fenced close, checks and record.
+-- The whole decide in one statement: every rule of the fence, the close and the record.
 WITH src AS (
     UPDATE queue_app_reviewitem AS i
-       SET state = CASE WHEN policy.needs_check THEN 'awaiting_check' ELSE 'decided' END,
+       SET state = CASE WHEN queue_app_check_needed(q.id, %(verdict)s::text, i.payload)
+                        THEN 'awaiting_check' ELSE 'decided' END,
            decided_at = now(),
            lease_owner_id = NULL, lease_token = NULL, lease_expires = NULL
-      FROM queue_app_queue AS q,
-           LATERAL (SELECT EXISTS (
-                SELECT 1 FROM queue_app_checkpolicy AS p
-                 WHERE p.queue_id = q.id AND p.verdict = %(verdict)s::text AND p.path = ''
-           ) AS needs_check) AS policy
+      FROM queue_app_queue AS q
      WHERE i.id = %(item_id)s AND i.queue_id = %(queue_id)s AND i.state = 'leased'
        AND i.lease_token = %(lease_token)s AND i.lease_owner_id = %(owner_id)s
        AND i.evidence_hash = %(evidence_hash)s
        AND q.id = i.queue_id
        AND (%(verdict)s::text <> 'escalate' OR q.escalation_queue_id IS NOT NULL)
-       AND NOT EXISTS (SELECT 1 FROM queue_app_checkpolicy AS p
-                        WHERE p.queue_id = q.id AND p.verdict = %(verdict)s::text
-                          AND p.path <> '')
-       -- Whether the evidence rules warn is judged in Python (rules.warnings_for): a queue
-       -- with rules settles here only when the reviewer said they read the warnings.
        AND (%(warnings_seen)s::boolean
-            OR NOT EXISTS (SELECT 1 FROM queue_app_evidencerule AS e WHERE e.queue_id = q.id))
+            OR NOT EXISTS (SELECT 1 FROM queue_app_evidence_warnings(q.id, i.payload,
+                                                                      %(time_zone)s::text)))
        AND (
     EXISTS (SELECT 1 FROM auth_user AS au WHERE au.id = %(owner_id)s AND au.is_active)
   AND (
@@ -710,11 +703,11 @@ WITH src AS (
                   AND c.revoked_at IS NULL AND c.can_adjudicate)
   )
 )
- RETURNING i.id AS item_id, i.queue_id, policy.needs_check,
-           (NOT policy.needs_check
+ RETURNING i.id AS item_id, i.queue_id, i.state = 'awaiting_check' AS needs_check,
+           (i.state = 'decided'
             AND %(qa_draw)s::numeric * 10000 < q.qa_rate * 100 * 18446744073709551616)
            IS TRUE AS qa_sampled,
-           CASE WHEN policy.needs_check THEN i.due_at END AS due_at,
+           CASE WHEN i.state = 'awaiting_check' THEN i.due_at END AS due_at,
            q.slug AS queue_slug, q.name AS queue_name, q.lease_ttl AS queue_lease_ttl,
            q.release_skip AS queue_release_skip,
            q.escalation_threshold AS queue_escalation_threshold,
@@ -770,6 +763,31 @@ SELECT decision.*, src.needs_check AS awaiting_check, src.queue_slug,
        r.code AS reason__code, r.label AS reason__label, r.retired_at AS reason__retired_at,
        r.is_default AS reason__is_default
   FROM decision JOIN queue_app_reasoncode AS r ON r.id = decision.reason_code_id, src;
+
+-- name: EXPLAIN_REFUSED_DECISION
+-- Read, after a refused decide, which of its conditions failed.
+SELECT i.id = %(item_id)s AND i.queue_id = %(queue_id)s AND i.state = 'leased'
+       AND i.lease_token = %(lease_token)s AND i.lease_owner_id = %(owner_id)s AS holds_lease,
+       (
+    EXISTS (SELECT 1 FROM auth_user AS au WHERE au.id = %(owner_id)s AND au.is_active)
+  AND (
+    EXISTS (SELECT 1 FROM auth_user AS su WHERE su.id = %(owner_id)s AND su.is_superuser)
+    OR EXISTS (SELECT 1 FROM queue_app_queue_reviewer_groups AS qg
+                 JOIN auth_user_groups AS ug ON ug.group_id = qg.group_id
+                WHERE qg.queue_id = %(queue_id)s AND ug.user_id = %(owner_id)s)
+    OR EXISTS (SELECT 1 FROM queue_app_apiclient_queues AS cq
+                 JOIN queue_app_apiclient AS c ON c.id = cq.apiclient_id
+                WHERE cq.queue_id = %(queue_id)s AND c.user_id = %(owner_id)s
+                  AND c.revoked_at IS NULL AND c.can_adjudicate)
+  )
+) AS allowed,
+       i.evidence_hash IS NOT DISTINCT FROM %(evidence_hash)s AS same_evidence,
+       (%(verdict)s::text <> 'escalate' OR q.escalation_queue_id IS NOT NULL) AS may_escalate,
+       EXISTS (SELECT 1 FROM queue_app_evidence_warnings(q.id, i.payload, %(time_zone)s::text))
+           AS warns
+  FROM queue_app_reviewitem AS i
+  JOIN queue_app_queue AS q ON q.id = i.queue_id
+ WHERE i.id = %(item_id)s;
 
 -- ===============================================================================================
 -- holds: Putting an item on hold and bringing it back; the deadline pauses while it is held.

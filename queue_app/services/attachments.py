@@ -29,6 +29,7 @@ from queue_app.services._common import (
 )
 from queue_app.services.access import require_may_send_evidence
 from queue_app.services.holds import resume_hold
+from queue_app.services.intake import store_evidence_hash
 
 
 def put_attachment(*, item_id: int, actor: User, name: str, data: bytes) -> ReviewItem:
@@ -62,6 +63,8 @@ def put_attachment(*, item_id: int, actor: User, name: str, data: bytes) -> Revi
         item.evidence_updated_at = database_now()
         item.save(update_fields=["attachments", "evidence_updated_at"])
         after = item_evidence_hash(item)
+        # The entries read back as written (strings and an int): their hash is the row's.
+        item.evidence_hash = store_evidence_hash(item_id=item.pk, known=after)
         ItemEvent.objects.create(
             item=item,
             kind=ItemEventKind.ATTACHMENT_PUT,

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import uuid
-from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import QuerySet
+from django.db.models import BooleanField, CharField, F, Func, QuerySet, Value
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
 from queue_app.db.runner import is_missing_reason
 from queue_app.errors import (
@@ -19,19 +18,18 @@ from queue_app.errors import (
     InvalidReason,
     InvalidVerdict,
     NotPermitted,
+    ReviewError,
     StaleLease,
     WarningsNotSeen,
 )
-from queue_app.evidence import item_evidence_hash, row_evidence_hash, row_payload
-from queue_app.lanes import QA_VERDICTS, check_needed, qa_draw, qa_sampled
+from queue_app.evidence import item_evidence_hash
+from queue_app.lanes import QA_VERDICTS, qa_draw
 from queue_app.models import (
     CORRECTED_VERDICTS,
     REVIEW_VERDICTS,
     ApiClient,
-    CheckPolicy,
     Decision,
     DecisionStatus,
-    EvidenceRule,
     ItemStory,
     LaneKind,
     LaneResult,
@@ -41,7 +39,6 @@ from queue_app.models import (
     ReviewItem,
     Verdict,
 )
-from queue_app.rules import warnings_for
 from queue_app.services._common import (
     NOTE_MAX_LENGTH,
     User,
@@ -95,15 +92,11 @@ def submit_decision(
         queue_id = item_queue_id(item_id=item_id)
         if queue_id is None:
             raise StaleLease()
-    timeouts = {
-        "lock_timeout_ms": settings.REVIEW_LOCK_TIMEOUT_MS,
-        "statement_timeout_ms": settings.REVIEW_STATEMENT_TIMEOUT_MS,
-    }
+    time_zone = timezone.get_current_timezone_name()
     try:
-        # One statement when every check can be made in SQL
-        # (decisions_sql.CLOSE_AND_RECORD_DECISION); when one does not hold it writes nothing, and
-        # the two-statement decide below runs the checks again and says which failed (or records the
-        # decision, when all that was missing was the item's stored hash).
+        # One statement: every rule of the fence is a condition of
+        # decisions_sql.CLOSE_AND_RECORD_DECISION.
+        # When one does not hold it writes nothing, and _refusal reads the row to say which.
         with transaction.atomic():
             decision = Decision.objects.close_and_record(
                 item_id=item_id,
@@ -118,20 +111,9 @@ def submit_decision(
                 if verdict in QA_VERDICTS
                 else None,
                 warnings_seen=warnings_seen is not False,
-                **timeouts,
-            )
-        if decision is None:
-            decision = _close_then_record(
-                item_id=item_id,
-                queue_id=queue_id,
-                token=token,
-                reviewer=reviewer,
-                verdict=verdict,
-                reason_code=_code(reason_code),
-                evidence_hash=evidence_hash,
-                note=note,
-                check_warnings=warnings_seen is False,
-                **timeouts,
+                time_zone=time_zone,
+                lock_timeout_ms=settings.REVIEW_LOCK_TIMEOUT_MS,
+                statement_timeout_ms=settings.REVIEW_STATEMENT_TIMEOUT_MS,
             )
     except IntegrityError as exc:
         if is_missing_reason(exc):
@@ -139,9 +121,17 @@ def submit_decision(
         if is_handoff_violation(exc):  # the claim passes such items over; the database agrees
             raise NotPermitted(HANDOFF_REFUSAL) from None
         raise
-    except StaleLease:
-        # Rolled back by now: say what happened to the item instead of a generic refusal.
-        raise explain_stale_lease(item_id=item_id, user=reviewer) from None
+    if decision is None:
+        raise _refusal(
+            item_id=item_id,
+            queue_id=queue_id,
+            token=token,
+            reviewer=reviewer,
+            verdict=verdict,
+            evidence_hash=evidence_hash,
+            warnings_seen=warnings_seen,
+            time_zone=time_zone,
+        )
     logger.info(
         "decision recorded",
         extra=log_extra(
@@ -155,81 +145,66 @@ def submit_decision(
     return decision
 
 
-def _close_then_record(
+def _refusal(
     *,
     item_id: int,
     queue_id: int,
     token: uuid.UUID,
     reviewer: User,
     verdict: str,
-    reason_code: str,
     evidence_hash: str,
-    note: str,
-    check_warnings: bool,
-    lock_timeout_ms: int,
-    statement_timeout_ms: int,
-) -> Decision:
-    """The decide in two round trips: the fenced close, the checks in Python, the insert."""
-    with transaction.atomic():
-        allowed, closed = ReviewItem.objects.guard_and_close(
-            item_id=item_id,
-            queue_id=queue_id,
-            lease_token=token,
-            owner_id=reviewer.pk,
-            lock_timeout_ms=lock_timeout_ms,
-            statement_timeout_ms=statement_timeout_ms,
-        )
-        if closed is None:
-            raise StaleLease()
-        # Everything below raises inside the transaction: the close rolls back with it.
-        if not allowed:
-            raise NotPermitted("You no longer have access to this queue.")
-        actual = row_evidence_hash(closed)
-        if evidence_hash != actual:
-            raise EvidenceChanged()
-        if verdict == Verdict.ESCALATE and closed["escalation_queue_id"] is None:
-            raise InvalidVerdict("This queue has no escalation queue to escalate to.")
-        if check_warnings and _evidence_warns(closed):
-            raise WarningsNotSeen()
-        # Second-person controls (queue_app/lanes.py), from what CLOSE_ITEM returned: a
-        # decision the queue's policy says needs a check waits for a checker (no effect job
-        # yet); otherwise it may be drawn for a blind QA review.
-        needs_check = check_needed(
-            policies=closed["check_policies"],
-            verdict=verdict,
-            payload=row_payload(closed["payload"]),
-        )
-        sampled = not needs_check and qa_sampled(
-            item_id=item_id, lease_token=token, verdict=verdict, rate_percent=closed["qa_rate"]
-        )
-        # The insert and the COMMIT travel together: one round trip, and no transaction left
-        # open while Python is scheduled.
-        decision = Decision.objects.insert(
-            item_id=item_id,
-            queue_id=closed["queue_id"],
-            reviewer_id=reviewer.pk,
-            verdict=verdict,
-            reason_code=reason_code,
-            evidence_hash=actual,
-            note=note,
-            lease_token=token,
-            needs_check=needs_check,
-            qa_sampled=sampled,
-            commit=True,
-        )
-    decision.queue_slug = closed["queue_slug"]
-    return decision
+    warnings_seen: bool | None,
+    time_zone: str,
+) -> ReviewError:
+    """Say which condition of the one-statement decide failed, from the row as it is now.
+
+    Called only after the statement wrote nothing; it reads, and the rules stay in the
+    statement: each condition is read back as a column, and the first that fails is named.
+    """
+    facts = Decision.objects.refusal_facts(
+        item_id=item_id,
+        queue_id=queue_id,
+        lease_token=token,
+        reviewer_id=reviewer.pk,
+        verdict=verdict,
+        evidence_hash=evidence_hash,
+        time_zone=time_zone,
+    )
+    if facts is None or not facts["holds_lease"]:
+        return explain_stale_lease(item_id=item_id, user=reviewer)
+    if not facts["allowed"]:
+        return NotPermitted("You no longer have access to this queue.")
+    if not facts["same_evidence"]:
+        # Also an item without a stored hash (from before every writer kept one, until
+        # backfill_evidence_hashes gives it one): what the page showed cannot be vouched for.
+        return EvidenceChanged()
+    if not facts["may_escalate"]:
+        return InvalidVerdict("This queue has no escalation queue to escalate to.")
+    if warnings_seen is False and facts["warns"]:
+        return WarningsNotSeen()
+    # Everything holds again: the row changed between the statement and this read.
+    return StaleLease()
 
 
-def _evidence_warns(closed: dict[str, Any]) -> bool:
-    """Whether the queue's evidence rules (as CLOSE_ITEM returned them) warn on the item."""
-    rules = closed["evidence_rules"]
-    if isinstance(rules, str):  # jsonb as Django's cursors return it: text
-        rules = json.loads(rules)
-    if not rules:
-        return False
+def check_needed(*, queue_id: int, verdict: str, item_id: int) -> bool:
+    """Whether the queue's maker-checker policies hold a decision of this verdict on the item.
+
+    Judged by queue_app_check_needed, the function the one-statement decide calls, on the
+    payload as stored.
+    """
     return bool(
-        warnings_for(row_payload(closed["payload"]), [EvidenceRule(**rule) for rule in rules])
+        ReviewItem.objects.filter(pk=item_id)
+        .annotate(
+            needed=Func(
+                Value(queue_id),
+                Value(verdict, output_field=CharField()),
+                F("payload"),
+                function="queue_app_check_needed",
+                output_field=BooleanField(),
+            )
+        )
+        .values_list("needed", flat=True)
+        .get()
     )
 
 
@@ -348,11 +323,7 @@ def overturn_decision(
         # policy covers waits for a second person's confirmation before its effect, through
         # the same lane as a reviewer's (INSERT_DECISION, lanes_sql.CONFIRM_CHECK).
         needs_check = check_needed(
-            policies=CheckPolicy.objects.filter(queue_id=target.queue_id).values(
-                "verdict", "path", "threshold"
-            ),
-            verdict=corrected_verdict,
-            payload=item.payload,
+            queue_id=target.queue_id, verdict=corrected_verdict, item_id=item.pk
         )
         try:
             with transaction.atomic():

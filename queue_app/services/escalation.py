@@ -16,6 +16,7 @@ from django.db import IntegrityError, transaction
 from queue_app.evidence import arrival_evidence_hash, attachments_of
 from queue_app.models import Decision, ItemEvent, ItemEventKind, Queue, ReviewItem
 from queue_app.services._common import guard_timeouts, log_extra, logger
+from queue_app.services.intake import store_evidence_hash
 
 
 def escalate_abandoned(*, limit: int = 500) -> int:
@@ -80,6 +81,8 @@ def open_escalation(*, decision: Decision, target: Queue) -> tuple[ReviewItem, b
             if existing is None:
                 raise
             return existing, False
+        if item.evidence_hash is None:
+            item.evidence_hash = store_evidence_hash(item_id=item.pk)
         ItemEvent.objects.create(
             item=item,
             kind=ItemEventKind.CREATED,

@@ -1,11 +1,11 @@
 """Stored evidence hashes for open items that arrived without one (manage.py
 backfill_evidence_hashes).
 
-ReviewItem.evidence_hash lets a decide be one statement (decisions_sql.CLOSE_AND_RECORD_DECISION).
-Items that came in before migration 0024, or whose payload jsonb does not store exactly as written
-(an integral Decimal, a negative zero: evidence.arrival_evidence_hash), have none and decide in
-two statements, hashing the row in Python. Here each such open item gets the hash of its row as
-it is stored: the hash the item page puts in the form and the two-statement decide computes.
+The decide (decisions_sql.CLOSE_AND_RECORD_DECISION) compares the form's hash with
+ReviewItem.evidence_hash and refuses an item without one as changed evidence. Every writer of
+evidence now stores it; items that came in before, or whose evidence changed before, have
+none. Here each such open item gets the hash of its row as it is stored: the hash the item
+page puts in the form.
 
 Nothing is locked while hashing. The write compares the subject, payload and attachments with
 the text that was hashed and skips any row that changed in between (or gained a hash, or was

@@ -85,12 +85,31 @@ def create_item(
             if existing is None:
                 raise
             return _replayed(existing, client=client, source_hash=source_hash), False
+        if item.evidence_hash is None:
+            item.evidence_hash = store_evidence_hash(item_id=item.pk)
         ItemEvent.objects.create(
             item=item,
             kind=ItemEventKind.CREATED,
             detail={"priority": priority, "due_at": deadline.isoformat() if deadline else None},
         )
     return item, True
+
+
+def store_evidence_hash(*, item_id: int, known: str | None = None) -> str:
+    """Store the hash of the item's evidence as its row holds it now, in the caller's
+    transaction; return it. known: that hash, when the caller has just read the row.
+
+    The decide compares the form's hash with the stored one and nothing else, so every write
+    of evidence ends here unless the hash of what it wrote is known to be the hash of what is
+    stored (evidence.arrival_evidence_hash). Only evidence_hash is written: the trigger that
+    clears it when the evidence changes does not fire.
+    """
+    if known is None:
+        known = item_evidence_hash(
+            ReviewItem.objects.only("subject", "payload", "attachments").get(pk=item_id)
+        )
+    ReviewItem.objects.filter(pk=item_id).update(evidence_hash=known)
+    return known
 
 
 def _replayed(existing: ReviewItem, *, client: ApiClient | None, source_hash: str) -> ReviewItem:
@@ -139,6 +158,7 @@ def replace_evidence(
         # shows from now on, and what the caller sees, not the spelling that was sent.
         item.refresh_from_db(fields=["payload"])
         after = item_evidence_hash(item)
+        item.evidence_hash = store_evidence_hash(item_id=item.pk, known=after)
         ItemEvent.objects.create(
             item=item,
             kind=ItemEventKind.EVIDENCE_REPLACED,

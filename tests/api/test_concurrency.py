@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 
+from queue_app.evidence import evidence_hash
 from queue_app.models import Decision, ReviewItem
 from tests.api.conftest import caller_for, make_client
 from tests.conftest import run_in_threads
@@ -28,6 +29,8 @@ def bulk_items(queue, n: int) -> None:
             idempotency_key=f"bulk-{i}",
             source_hash=f"h{i}",
             trace_id=uuid.uuid4(),
+            # As intake stores it: the decide compares the posted hash with it.
+            evidence_hash=evidence_hash(subject=f"bulk {i}", payload={"n": i, "amount": "12.50"}),
         )
         for i in range(n)
     )

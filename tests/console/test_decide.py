@@ -83,7 +83,11 @@ def test_deciding_and_opening_the_next_item_costs_ten_statements(
     assert (second.state, second.lease_owner_id) == ("leased", alice.pk)
 
 
-def test_a_page_from_before_the_posted_queue_reads_the_queue_first(
+# The one read a decide without a posted queue makes first: the item's queue, by its id.
+READS_THE_ITEMS_QUEUE = 'SELECT "queue_app_reviewitem"."queue_id"'
+
+
+def test_a_page_from_before_the_posted_queue_is_decided_in_the_items_queue(
     alice_client: Client, alice, queue
 ):
     first, second = make_items(queue, 2)
@@ -92,7 +96,7 @@ def test_a_page_from_before_the_posted_queue_reads_the_queue_first(
     del data["queue"]
     statements = _decide_statements(alice_client, first, data)
     assert len(statements) == 11, statements
-    assert statements[1].startswith("SELECT q.*")
+    assert statements[1].startswith(READS_THE_ITEMS_QUEUE)
     second.refresh_from_db()
     assert (second.state, second.lease_owner_id) == ("leased", alice.pk)
 
@@ -104,7 +108,7 @@ def test_a_malformed_posted_queue_is_taken_as_none_posted(
     first, _second = make_items(queue, 2)
     claim_next(queue=queue, reviewer=alice)
     statements = _decide_statements(alice_client, first, form(first, queue=posted))
-    assert statements[1].startswith("SELECT q.*")
+    assert statements[1].startswith(READS_THE_ITEMS_QUEUE)
 
 
 def test_another_queue_posted_records_nothing_and_says_the_item_moved_on(

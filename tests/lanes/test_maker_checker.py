@@ -15,7 +15,6 @@ from queue_app.errors import (
     NotPermitted,
     StaleLease,
 )
-from queue_app.lanes import check_needed
 from queue_app.models import (
     AppliedDecision,
     CheckPolicy,
@@ -34,7 +33,8 @@ from queue_app.services import (
     standing_outcome,
     submit_decision,
 )
-from tests.conftest import shown_hash
+from queue_app.services.decisions import check_needed
+from tests.conftest import make_items, shown_hash
 from tests.lanes.conftest import decide_one, open_task
 
 pytestmark = pytest.mark.django_db
@@ -242,10 +242,14 @@ def test_service_users_and_outsiders_get_no_lane(checked_queue, alice, outsider)
         ({"variance_amount": True}, True),  # not a number
     ],
 )
-def test_the_threshold_is_compared_exactly(payload, needs):
-    policies = [{"verdict": "approve", "path": "variance_amount", "threshold": "1000.00"}]
-    assert check_needed(policies=policies, verdict="approve", payload=payload) is needs
-    assert check_needed(policies=policies, verdict="reject", payload=payload) is False
+def test_the_threshold_is_compared_exactly(queue, payload, needs):
+    CheckPolicy.objects.create(
+        queue=queue, verdict="approve", path="variance_amount", threshold=Decimal("1000.00")
+    )
+    [item] = make_items(queue, 1)
+    ReviewItem.objects.filter(pk=item.pk).update(payload=payload)
+    assert check_needed(queue_id=queue.pk, verdict="approve", item_id=item.pk) is needs
+    assert check_needed(queue_id=queue.pk, verdict="reject", item_id=item.pk) is False
 
 
 def test_a_policy_without_a_path_always_applies(queue, alice):

@@ -6,20 +6,19 @@ from queue_app.db.statements.access import _MAY_REVIEW
 
 # What each statement does, in one line: db/statements.sql heads each statement with it.
 PURPOSE = {
-    "CLOSE_ITEM": "The fenced close: the only way an item becomes decided.",
-    "INSERT_DECISION": (
-        "Record a decision, its outbox row, event and lane task after a Python-checked close."
-    ),
+    "CLOSE_ITEM": "The fenced close alone, for the benchmark's step-by-step replay of a decide.",
+    "INSERT_DECISION": "Record an overturn with its outbox row, event and lane task.",
     "CLOSE_AND_RECORD_DECISION": (
-        "The whole decide in one statement: fenced close, checks and record."
+        "The whole decide in one statement: every rule of the fence, the close and the record."
     ),
+    "EXPLAIN_REFUSED_DECISION": "Read, after a refused decide, which of its conditions failed.",
 }
 
-# The fenced close: the only way an item becomes decided. Zero rows means the token no longer
-# matches (expired and re-claimed, released, or decided already): the caller raises StaleLease
-# and writes nothing. A late submit whose token still matches is accepted, because nobody else
-# can have claimed the row while the token was unchanged. Returns what the evidence check needs,
-# and the queue's slug and escalation target (whether an escalate verdict has somewhere to go).
+# The fenced close alone, as bench/cycle_bound.py replays a decide step by step; the service
+# decides with CLOSE_AND_RECORD_DECISION. Zero rows means the token no longer matches (expired
+# and re-claimed, released, or decided already). A late submit whose token still matches is
+# accepted, because nobody else can have claimed the row while the token was unchanged.
+# Returns the evidence, and the queue's slug and escalation target.
 # Like RENEW_LEASE and RELEASE_LEASE it names the item with the queue the caller found it in
 # (one shard when distributed by queue, docs/scaling.md); an item moved since matches nothing.
 CLOSE_ITEM = """
@@ -49,8 +48,8 @@ RETURNING i.id, i.queue_id, i.subject, i.payload, i.attachments,
              FROM queue_app_evidencerule AS e WHERE e.queue_id = i.queue_id) AS evidence_rules
 """
 
-# Record a decision with its outbox row and its audit event, in the caller's transaction (the
-# same one as CLOSE_ITEM; in CLOSE_AND_RECORD_DECISION, the same statement). The reason is
+# Record a decision with its outbox row and its audit event, in the caller's transaction (in
+# CLOSE_AND_RECORD_DECISION, the same statement as the close). The reason is
 # looked up by its code among the queue's active codes for this verdict (unique per queue,
 # verdict and code); a code outside that set gives NULL, which the column refuses (NOT NULL):
 # the statement, and so the transaction, fail, and the service reports an invalid reason.
@@ -112,9 +111,10 @@ SELECT decision.*, src.needs_check AS awaiting_check{returning},
   FROM decision JOIN queue_app_reasoncode AS r ON r.id = decision.reason_code_id, src
 """
 
-# A decision whose checks the service made in Python, after CLOSE_ITEM (or an overturn, which
-# closes nothing). An item whose decision needs a check waits for it (not claimable for review):
-# the UPDATE reads the deadline the check will carry from the row it writes, so no other read.
+# A decision whose checks were made before it: an overturn, which closes nothing (and the
+# benchmark's replay, after CLOSE_ITEM). An item whose decision needs a check waits for it (not
+# claimable for review): the UPDATE reads the deadline the check will carry from the row it
+# writes, so no other read.
 INSERT_DECISION = _RECORD_DECISION.format(
     source="""awaiting AS (
     UPDATE queue_app_reviewitem SET state = 'awaiting_check'
@@ -128,57 +128,54 @@ INSERT_DECISION = _RECORD_DECISION.format(
     returning="",
 )
 
-# The whole decide in one statement, when everything it checks can be checked in SQL: the
-# fenced close of CLOSE_ITEM and the insert of INSERT_DECISION, with the service's checks as
-# conditions on the close. It closes the item, and so writes anything, only when
-# - the lease token still fences the item for this reviewer (as CLOSE_ITEM);
-# - the reviewer may still review the queue (as SET_LOCAL_TIMEOUTS_AND_CHECK_ITEM_ACCESS);
+# The whole decide in one statement: the fenced close and the insert of the decision, with
+# every rule of the fence as a condition on the close. It closes the item, and so writes
+# anything, only when
+# - the lease token still fences the item for this reviewer, in the queue the caller found it
+#   in (an item moved since matches nothing);
+# - the reviewer may still review the queue (access can be revoked while a lease is open);
 # - the evidence hash the form carries equals the item's stored one: the hash of its evidence
-#   as it arrived, which a trigger clears when the evidence changes (migration 0024);
+#   as stored, which every writer of evidence keeps (an item without one is refused: the
+#   backfill_evidence_hashes command gives one to items from before it was kept);
 # - an escalation has a queue to go to;
-# - no maker-checker policy of the queue for this verdict reads the payload: whether one
-#   applies is decided in Python (lanes.check_needed compares exact Decimals at a dotted path),
-#   so such a decision goes the two-statement way. A policy without a path applies always,
-#   and is answered here.
+# - the reviewer said they read the warnings (%(warnings_seen)s), or the queue's evidence rules
+#   raise none on the payload (queue_app_evidence_warnings, whose naive date-times are in
+#   %(time_zone)s, Django's current zone, as the item page reads them).
+# Whether the decision needs a checker is the queue's policies on the payload
+# (queue_app_check_needed: a policy without a path always; with one, when the number at its
+# dotted path is at or above its threshold, exactly, or cannot be read). RETURNING sees the
+# row as written, so the state set here says it without judging twice.
 # The QA draw (lanes.qa_draw, an HMAC keyed from SECRET_KEY over the item and the token, so
 # the key never leaves Python) is sent as %(qa_draw)s, NULL for verdicts never drawn; the
 # comparison is lanes.draw_samples' in exact numerics: draw * 10000 < rate * 100 * 2**64.
-# Zero rows: nothing was written, and the service runs the two-statement decide, which says
-# which condition failed (or records the decision, when only the stored hash was missing).
-# The item goes straight to its final state: one UPDATE of the row in the statement (two
-# writes of one row in one statement are not allowed). Its queue pins every table it reads or
-# writes to one shard (docs/scaling.md).
+# Zero rows: nothing was written; the service then reads the row (EXPLAIN_REFUSED_DECISION) to
+# say which condition failed. The item goes straight to its final state: one UPDATE of the row
+# in the statement (two writes of one row in one statement are not allowed). Its queue pins
+# every table it reads or writes to one shard (docs/scaling.md).
 CLOSE_AND_RECORD_DECISION = _RECORD_DECISION.format(
     source="""src AS (
     UPDATE queue_app_reviewitem AS i
-       SET state = CASE WHEN policy.needs_check THEN 'awaiting_check' ELSE 'decided' END,
+       SET state = CASE WHEN queue_app_check_needed(q.id, %(verdict)s::text, i.payload)
+                        THEN 'awaiting_check' ELSE 'decided' END,
            decided_at = now(),
            lease_owner_id = NULL, lease_token = NULL, lease_expires = NULL
-      FROM queue_app_queue AS q,
-           LATERAL (SELECT EXISTS (
-                SELECT 1 FROM queue_app_checkpolicy AS p
-                 WHERE p.queue_id = q.id AND p.verdict = %(verdict)s::text AND p.path = ''
-           ) AS needs_check) AS policy
+      FROM queue_app_queue AS q
      WHERE i.id = %(item_id)s AND i.queue_id = %(queue_id)s AND i.state = 'leased'
        AND i.lease_token = %(lease_token)s AND i.lease_owner_id = %(owner_id)s
        AND i.evidence_hash = %(evidence_hash)s
        AND q.id = i.queue_id
        AND (%(verdict)s::text <> 'escalate' OR q.escalation_queue_id IS NOT NULL)
-       AND NOT EXISTS (SELECT 1 FROM queue_app_checkpolicy AS p
-                        WHERE p.queue_id = q.id AND p.verdict = %(verdict)s::text
-                          AND p.path <> '')
-       -- Whether the evidence rules warn is judged in Python (rules.warnings_for): a queue
-       -- with rules settles here only when the reviewer said they read the warnings.
        AND (%(warnings_seen)s::boolean
-            OR NOT EXISTS (SELECT 1 FROM queue_app_evidencerule AS e WHERE e.queue_id = q.id))
+            OR NOT EXISTS (SELECT 1 FROM queue_app_evidence_warnings(q.id, i.payload,
+                                                                      %(time_zone)s::text)))
        AND """
     + _MAY_REVIEW.format(queue="%(queue_id)s")
     + """
- RETURNING i.id AS item_id, i.queue_id, policy.needs_check,
-           (NOT policy.needs_check
+ RETURNING i.id AS item_id, i.queue_id, i.state = 'awaiting_check' AS needs_check,
+           (i.state = 'decided'
             AND %(qa_draw)s::numeric * 10000 < q.qa_rate * 100 * 18446744073709551616)
            IS TRUE AS qa_sampled,
-           CASE WHEN policy.needs_check THEN i.due_at END AS due_at,
+           CASE WHEN i.state = 'awaiting_check' THEN i.due_at END AS due_at,
            q.slug AS queue_slug, q.name AS queue_name, q.lease_ttl AS queue_lease_ttl,
            q.release_skip AS queue_release_skip,
            q.escalation_threshold AS queue_escalation_threshold,
@@ -191,4 +188,25 @@ CLOSE_AND_RECORD_DECISION = _RECORD_DECISION.format(
        src.queue_lease_ttl AS queue__lease_ttl, src.queue_release_skip AS queue__release_skip,
        src.queue_escalation_threshold AS queue__escalation_threshold,
        src.queue_escalation_queue_id AS queue__escalation_queue_id""",
+)
+
+# Why CLOSE_AND_RECORD_DECISION wrote nothing, read after it from the row as it is now: the
+# same conditions, each as a column, in the order the service names them (the lease first:
+# a lease that no longer holds is told by explain_stale_lease). No row: no such item.
+# Read only; the decide's conditions stay in the one statement that writes.
+EXPLAIN_REFUSED_DECISION = (
+    """
+SELECT i.id = %(item_id)s AND i.queue_id = %(queue_id)s AND i.state = 'leased'
+       AND i.lease_token = %(lease_token)s AND i.lease_owner_id = %(owner_id)s AS holds_lease,
+       """
+    + _MAY_REVIEW.format(queue="%(queue_id)s")
+    + """ AS allowed,
+       i.evidence_hash IS NOT DISTINCT FROM %(evidence_hash)s AS same_evidence,
+       (%(verdict)s::text <> 'escalate' OR q.escalation_queue_id IS NOT NULL) AS may_escalate,
+       EXISTS (SELECT 1 FROM queue_app_evidence_warnings(q.id, i.payload, %(time_zone)s::text))
+           AS warns
+  FROM queue_app_reviewitem AS i
+  JOIN queue_app_queue AS q ON q.id = i.queue_id
+ WHERE i.id = %(item_id)s
+"""
 )

@@ -1,4 +1,4 @@
-"""Store the evidence hash of open items that have none, so they decide in one statement."""
+"""Store the evidence hash of open items that have none, so that they can be decided."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from queue_app.services.evidence_backfill import backfill_evidence_hashes
 class Command(BaseCommand):
     help = (
         "Store the evidence hash of every open item (pending, leased or on hold) that has none: "
-        "items from before hashes were stored, and those whose payload jsonb does not store "
-        "exactly as sent. Such items decide in two statements instead of one. Safe while the "
+        "items from before every writer of evidence stored it. The decide refuses such items "
+        "as changed evidence until they have one. Safe while the "
         "console runs: a row that changes while it is hashed is skipped. Batches commit on "
         "their own; run it again to pick up what was skipped."
     )
