@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from decimal import Decimal
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from uuid import UUID
 
 from django.db import models
@@ -32,7 +32,7 @@ from queue_app.db.statements import leases as leases_sql
 from queue_app.db.statements import outbox as outbox_sql
 
 if TYPE_CHECKING:
-    from queue_app.models import Decision, ReviewItem
+    from queue_app.models import Decision, Queue, ReviewItem
 
 _QUEUE_PREFIX = "queue__"
 
@@ -110,12 +110,12 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         self, *, item_id: int, user_id: int
     ) -> tuple[str, dict[str, Any]]:
         """with_queue_and_access's statement, for a caller that sends it with others."""
-        queue_model = self.model._meta.get_field("queue").related_model
+        queue_model = cast("type[Queue]", self.model._meta.get_field("queue").related_model)
         return _item_with_queue_statement(queue_model), {"item_id": item_id, "owner_id": user_id}
 
     def built_with_queue(self, result: Result) -> ReviewItem | None:
         """The item with_queue_and_access's statement returned, its queue attached, or None."""
-        queue_model = self.model._meta.get_field("queue").related_model
+        queue_model = cast("type[Queue]", self.model._meta.get_field("queue").related_model)
         item_columns, queue_columns = split_result(result, prefix=_QUEUE_PREFIX)
         items = build_instances(self.model, item_columns)
         if not items:

@@ -15,6 +15,7 @@ from django.http import (
     FileResponse,
     HttpRequest,
     HttpResponse,
+    HttpResponseBase,
     HttpResponseRedirect,
     JsonResponse,
 )
@@ -76,7 +77,7 @@ def _back_to(request: HttpRequest, item: ReviewItem, sha256: str) -> str:
 
 @require_GET
 @console_view
-def attachment_file(request: HttpRequest, item_id: int, sha256: str) -> HttpResponse:
+def attachment_file(request: HttpRequest, item_id: int, sha256: str) -> HttpResponseBase:
     """Send an attachment's bytes to someone who may see the item."""
     item = _item_shown_to(request, item_id)
     found = attachment_by_digest(item=item, sha256=sha256)

@@ -18,7 +18,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import OperationalError
 from django.db.models import Count, Min, Q
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -82,11 +82,11 @@ class Refusal(Exception):
         self.message = message
 
 
-def console_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+def console_view(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
     """Require a login and turn every expected failure into words instead of a traceback."""
 
     @functools.wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         try:
             return view(request, *args, **kwargs)
         except Refusal as refusal:
@@ -113,11 +113,11 @@ def console_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespons
     return login_required(wrapper)
 
 
-def post_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+def post_only(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
     """Serve POST only; answer anything else 405 with words, not Django's blank page."""
 
     @functools.wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if request.method == "POST":
             return view(request, *args, **kwargs)
         # Reached by a GET when the login page sends someone back here after their session
@@ -223,7 +223,7 @@ def home(request: HttpRequest) -> HttpResponse:
     }
     leases = list(
         ReviewItem.objects.filter(
-            state=ItemState.LEASED, lease_owner=request.user, lease_expires__gt=now
+            state=ItemState.LEASED, lease_owner_id=request.user.pk, lease_expires__gt=now
         )
         .select_related("queue")
         .only("pk", "subject", "lease_expires", "queue__slug", "queue__name")
@@ -318,8 +318,8 @@ def _item_unavailable(request: HttpRequest, item_id: int) -> HttpResponse:
             "title": "Item cannot be shown",
             "message": ITEM_UNAVAILABLE,
             "item_id": item_id,
-            "lease_token": lease["lease_token"] if mine else None,
-            "queue_name": lease["queue__name"] if lease else "",
+            "lease_token": lease["lease_token"] if lease is not None and mine else None,
+            "queue_name": lease["queue__name"] if lease is not None else "",
         },
         status=500,
     )
@@ -335,7 +335,8 @@ def _render_item_page(
     now = timezone.now()
     mine = item.state == ItemState.LEASED and item.lease_owner_id == request.user.pk
     # A leased row always has an expiry (check constraint item_lease_columns_match_state).
-    held_by_other = item.state == ItemState.LEASED and not mine and item.lease_expires > now
+    expires = item.lease_expires or now
+    held_by_other = item.state == ItemState.LEASED and not mine and expires > now
     rows = item_page_rows(item, mine=mine, held_by_other=held_by_other, read=read)
     # Blind QA (services/blindness.py): asked only when there is a decision to hide.
     blind = bool(rows.decisions) and is_blind_to(user=request.user, item_id=item.pk)
@@ -377,7 +378,7 @@ def _render_item_page(
             # Escalating needs somewhere to escalate to; don't offer what the server refuses.
             reasons = [r for r in reasons if r.verdict != "escalate"]
         verdicts = [v for v in REVIEW_VERDICTS if any(r.verdict == v for r in reasons)]
-        remaining = max((item.lease_expires - now).total_seconds(), 0.0)
+        remaining = max(((item.lease_expires or now) - now).total_seconds(), 0.0)
         context.update(
             form=form,  # None on a fresh page: the template's error lines print nothing
             lease_token=item.lease_token,

@@ -167,9 +167,18 @@ def run_together(
     # to hold its result. BEGIN and COMMIT go on psycopg cursors of their own: Django's query
     # log already records its BEGIN and COMMIT.
     wrap = db.make_debug_cursor if db.queries_logged else db.make_cursor
-    cursors = [wrap(psycopg.Cursor(conn)) for _ in steps]
+    # django-stubs type make_cursor's argument as Django's own wrapper; it takes any DB-API
+    # cursor, as Django's backends pass it theirs.
+    cursors = [wrap(psycopg.Cursor(conn)) for _ in steps]  # type: ignore[arg-type]
     control, ending = psycopg.Cursor(conn), psycopg.Cursor(conn)
-    after = [wrap(psycopg.ClientCursor(conn)) for _ in after_commit] if committing else []
+    after = (
+        [
+            wrap(psycopg.ClientCursor(conn))  # type: ignore[arg-type]  # as above
+            for _ in after_commit
+        ]
+        if committing
+        else []
+    )
     try:
         with db.wrap_database_errors, _without_history_context(db):
             try:
@@ -193,7 +202,7 @@ def run_together(
                 logger.exception("statement after commit failed (the transaction committed)")
             if after_commit and not committing:
                 transaction.on_commit(partial(_run_after_commit, after_commit), robust=True)
-            results = []
+            results: list[Result] = []
             for cursor in cursors:
                 res = cursor.pgresult
                 if not res.nfields:
@@ -202,8 +211,10 @@ def run_together(
                 results.append((_column_names(res), cursor.fetchall()))
             return results
     finally:
-        for cursor in (*cursors, control, ending, *after):
-            cursor.close()
+        for wrapped in (*cursors, *after):
+            wrapped.close()
+        control.close()
+        ending.close()
 
 
 def _column_names(res: psycopg.pq.abc.PGresult) -> tuple[str, ...]:
@@ -269,7 +280,7 @@ def prepared_result(statement: str, params: dict[str, Any]) -> Result:
     wrap = db.make_debug_cursor if db.queries_logged else db.make_cursor
     # One statement, so no pipeline (run_together's sync messages would cost a round trip's
     # worth for nothing); Django's wrapper keeps its query log and execute wrappers.
-    cursor = wrap(psycopg.Cursor(db.connection))
+    cursor = wrap(psycopg.Cursor(db.connection))  # type: ignore[arg-type]  # see run_together
     try:
         with db.wrap_database_errors:
             cursor.execute(statement, params)
@@ -307,7 +318,8 @@ def build_instances(model: type[M], result: Result) -> list[M]:
                 values[i] = func(values[i], col, connection)
         instance = model.from_db(
             connection.alias,
-            None,
+            # Read only when fewer values than concrete fields come: the plan gives every one.
+            None,  # type: ignore[arg-type]
             [DEFERRED if i is None else values[i] for i in order],
         )
         for i in extra:

@@ -46,6 +46,7 @@ from queue_app.services._common import (
     log_extra,
     logger,
     parse_token,
+    signed_in_id,
 )
 from queue_app.services.handoff import HANDOFF_REFUSAL, handoff_refusal, is_handoff_violation
 from queue_app.services.leases import explain_stale_lease, item_queue_id
@@ -165,7 +166,7 @@ def _refusal(
         item_id=item_id,
         queue_id=queue_id,
         lease_token=token,
-        reviewer_id=reviewer.pk,
+        reviewer_id=signed_in_id(reviewer),
         verdict=verdict,
         evidence_hash=evidence_hash,
         time_zone=time_zone,
@@ -236,7 +237,9 @@ def four_eyes_refusal(*, decision: Decision, user: User) -> str | None:
     database's insert trigger enforces the same rule (migration 0007); this says it clearly.
     """
     mine = (
-        ApiClient.objects.filter(user_id=user.pk).values_list("created_by_id", flat=True).first()
+        ApiClient.objects.filter(user_id=signed_in_id(user))
+        .values_list("created_by_id", flat=True)
+        .first()
         or user.pk
     )
     clash = (
