@@ -57,6 +57,10 @@ def test_it_records_the_decision_and_opens_the_next_item(alice_client: Client, a
     assert f"Recorded approve (verified) on item #{first.pk}." in page
 
 
+# The one read a decide without a posted queue makes first: the item's queue, by its id.
+READS_THE_ITEMS_QUEUE = 'SELECT "queue_app_reviewitem"."queue_id"'
+
+
 def _decide_statements(client: Client, item: ReviewItem, data: dict[str, str]) -> list[str]:
     with CaptureQueriesContext(connection) as ctx:
         response = client.post(f"/items/{item.pk}/decide/", data)
@@ -65,26 +69,21 @@ def _decide_statements(client: Client, item: ReviewItem, data: dict[str, str]) -
     return [" ".join(q["sql"].split()) for q in ctx.captured_queries]
 
 
-def test_deciding_and_opening_the_next_item_costs_ten_statements(
+def test_deciding_and_opening_the_next_item_reads_nothing_the_statements_return(
     alice_client: Client, alice, queue
 ):
     first, second = make_items(queue, 2)
     claim_next(queue=queue, reviewer=alice)
     statements = _decide_statements(alice_client, first, form(first))
-    # The session with its user; BEGIN, the timeouts, the close and insert in one statement
-    # (which checks the posted queue and the access rule, and returns the reason code for the
-    # message and what the claim needs of the queue), COMMIT; BEGIN, the claim's guard, renew,
-    # claim, COMMIT. No read of the item, its queue, the user or the reason code of their own.
-    assert len(statements) == 10, statements
+    # The decide statement checks the posted queue and the access rule, and returns the reason
+    # code for the message and what the claim needs of the queue; how many round trips the
+    # decide and the claim take is tests/test_round_trips.py's to pin, at the database layer.
     assert not any(s.startswith('SELECT "queue_app_reasoncode"') for s in statements)
     assert not any(s.startswith("SELECT i.*") for s in statements), "the item row was read"
     assert not any(s.startswith("SELECT q.*") for s in statements), "the queue was read"
+    assert not any(s.startswith(READS_THE_ITEMS_QUEUE) for s in statements)
     second.refresh_from_db()
     assert (second.state, second.lease_owner_id) == ("leased", alice.pk)
-
-
-# The one read a decide without a posted queue makes first: the item's queue, by its id.
-READS_THE_ITEMS_QUEUE = 'SELECT "queue_app_reviewitem"."queue_id"'
 
 
 def test_a_page_from_before_the_posted_queue_is_decided_in_the_items_queue(
@@ -95,7 +94,6 @@ def test_a_page_from_before_the_posted_queue_is_decided_in_the_items_queue(
     data = form(first)
     del data["queue"]
     statements = _decide_statements(alice_client, first, data)
-    assert len(statements) == 11, statements
     assert statements[1].startswith(READS_THE_ITEMS_QUEUE)
     second.refresh_from_db()
     assert (second.state, second.lease_owner_id) == ("leased", alice.pk)

@@ -106,10 +106,8 @@ def test_it_costs_the_same_few_queries_whatever_the_number_of_queues(client, que
     with CaptureQueriesContext(connection) as many:
         client.get("/metrics")
 
-    # Seven for the queue figures, three for the deadline and hold gauges (queues, SLA_OPEN,
-    # SLA_DECISIONS), three for the second-person lanes (ops/lanes.py), one for the
-    # sealer's backlog.
-    assert len(many) == len(few) == 14
+    # Each figure is one statement over every queue, so more queues read no more.
+    assert len(many) == len(few)
 
 
 def test_it_is_open_when_no_token_is_configured(client, settings, queue):
