@@ -23,7 +23,6 @@ from queue_app.errors import (
     WarningsNotSeen,
 )
 from queue_app.evidence import item_evidence_hash, row_evidence_hash, row_payload
-from queue_app.lanes import QA_VERDICTS, check_needed, qa_draw, qa_sampled
 from queue_app.models import (
     CORRECTED_VERDICTS,
     REVIEW_VERDICTS,
@@ -42,6 +41,7 @@ from queue_app.models import (
     Verdict,
 )
 from queue_app.rules import warnings_for
+from queue_app.second_person import QA_VERDICTS, check_needed, qa_draw, qa_sampled
 from queue_app.services._common import (
     NOTE_MAX_LENGTH,
     User,
@@ -191,7 +191,7 @@ def _close_then_record(
             raise InvalidVerdict("This queue has no escalation queue to escalate to.")
         if check_warnings and _evidence_warns(closed):
             raise WarningsNotSeen()
-        # Second-person controls (queue_app/lanes.py), from what CLOSE_ITEM returned: a
+        # Second-person controls (queue_app/second_person.py), from what CLOSE_ITEM returned: a
         # decision the queue's policy says needs a check waits for a checker (no effect job
         # yet); otherwise it may be drawn for a blind QA review.
         needs_check = check_needed(
@@ -234,7 +234,7 @@ def _evidence_warns(closed: dict[str, Any]) -> bool:
 
 
 def standing_decision(*, item: ReviewItem | int) -> Decision | None:
-    """Return the decision that stands for the item now (queue_app/story.py), or None."""
+    """Return the decision that stands for the item now (queue_app/models/story.py), or None."""
     item_id = item if isinstance(item, int) else item.pk
     return (
         Decision.objects.filter(

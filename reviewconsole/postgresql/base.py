@@ -13,7 +13,7 @@ full `SELECT 1` is asked after all.
 What this lets through: a connection the server ended in the instant between its last use and
 this request, before its goodbye arrived, and less than the quiet period ago. That request
 fails as one whose connection dies mid-request does (a 503 asking to try again, nothing
-written: queue_app/middleware.py) and Django replaces the connection at its end.
+written: queue_app/error_middleware.py) and Django replaces the connection at its end.
 """
 
 from __future__ import annotations

@@ -15,7 +15,6 @@ from queue_app.errors import (
     NotPermitted,
     StaleLease,
 )
-from queue_app.lanes import check_needed
 from queue_app.models import (
     AppliedDecision,
     CheckPolicy,
@@ -24,6 +23,7 @@ from queue_app.models import (
     LaneOutcome,
     ReviewItem,
 )
+from queue_app.second_person import check_needed
 from queue_app.services import (
     claim_lane_task,
     claim_next,

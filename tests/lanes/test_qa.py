@@ -10,8 +10,8 @@ from decimal import Decimal
 import pytest
 
 from queue_app.errors import NotPermitted
-from queue_app.lanes import draw_samples, qa_draw, qa_sampled
 from queue_app.models import Decision, EffectJob, LaneTask, ReviewItem
+from queue_app.second_person import draw_samples, qa_draw, qa_sampled
 from queue_app.services import (
     adjudicate,
     claim_lane_task,

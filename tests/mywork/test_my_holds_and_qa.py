@@ -9,9 +9,9 @@ from django.db import connection
 from django.utils import timezone
 
 from queue_app.db.statements import mywork as mywork_sql
-from queue_app.lanes import wilson_interval
 from queue_app.models import LaneTask
-from queue_app.mywork.figures import my_agreement, my_holds, my_work
+from queue_app.second_person import wilson_interval
+from queue_app.selectors.my_work import my_agreement, my_holds, my_work
 from queue_app.services import (
     claim_lane_task,
     claim_next,

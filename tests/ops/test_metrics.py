@@ -107,7 +107,7 @@ def test_it_costs_the_same_few_queries_whatever_the_number_of_queues(client, que
         client.get("/metrics")
 
     # Seven for the queue figures, three for the deadline and hold gauges (queues, SLA_OPEN,
-    # SLA_DECISIONS), three for the second-person lanes (ops/lanes.py), one for the
+    # SLA_DECISIONS), three for the second-person lanes (selectors/lane_figures.py), one for the
     # sealer's backlog.
     assert len(many) == len(few) == 14
 

@@ -23,7 +23,7 @@ from queue_app.rules import _MISSING, parse_number, resolve
 QA_VERDICTS = ("approve", "reject")
 
 # The salt of the QA draw's key (see qa_draw).
-QA_DRAW_SALT = "queue_app.lanes.qa_draw"
+QA_DRAW_SALT = "queue_app.second_person.qa_draw"
 
 
 def check_needed(
