@@ -47,6 +47,7 @@ browser: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 # Rewrite queue_app/db/statements.sql, the final text of every named statement, from the code
 # (tests/db/test_statements_file.py fails until it is committed with the change).
