@@ -16,11 +16,11 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
+from queue_app.selectors.agreement import Agreement
 from queue_app.selectors.deadline_figures import SLA_WINDOW_HOURS, SlaFigures, read_sla
 from queue_app.selectors.health import sealing_backlog
 from queue_app.selectors.lane_figures import LaneFigures, read_lane_figures
 from queue_app.selectors.queue_figures import OpsSnapshot, read_snapshot
-from queue_app.services.agreement import Agreement
 
 PREFIX = "reviewconsole"
 

@@ -3,7 +3,7 @@ rate, agreement.
 
 Read once per page or scrape (read_lane_figures): the open tasks per queue and lane (one pass
 over lanetask_open_due_claim), the checks finished in the window (confirmed, returned), and the QA
-agreement per queue and per reviewer (services.agreement).
+agreement per queue and per reviewer (selectors.agreement).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from queue_app.db.runner import fetch_dicts
 from queue_app.db.statements import lanes as lanes_sql
 from queue_app.models import LaneKind
 from queue_app.second_person import Rate
-from queue_app.services.agreement import (
+from queue_app.selectors.agreement import (
     Agreement,
     agreement_by_queue,
     agreement_by_reviewer,
