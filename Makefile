@@ -47,6 +47,7 @@ browser: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
 
 # Rewrite queue_app/db/statements.sql, the final text of every named statement, from the code

@@ -31,7 +31,7 @@ from bench.web import PASSWORD, Reviewer
 QUEUE = "soak"
 LEDGER = "soak_ledger"
 EFFECT = "bench.load.record_effect"
-# Words the app's friendly 503s carry (queue_app.middleware, the console, the API).
+# Words the app's friendly 503s carry (queue_app.error_middleware, the console, the API).
 FRIENDLY_503 = (
     "temporarily unavailable",
     "did not answer in time",

@@ -46,8 +46,8 @@ from django.test import Client  # noqa: E402
 
 from queue_app.db.statements import ops as ops_sql  # noqa: E402
 from queue_app.models import ApiClient, Queue, ReasonCode  # noqa: E402
-from queue_app.ops.doctor import run_checks  # noqa: E402
-from queue_app.ops.figures import TOP_LEASE_BUCKET, WINDOW_HOURS, unapplied_alert_after  # noqa: E402
+from queue_app.ops.doctor_checks import run_checks  # noqa: E402
+from queue_app.selectors.queue_figures import TOP_LEASE_BUCKET, WINDOW_HOURS, unapplied_alert_after  # noqa: E402
 
 BENCH_DB = "reviewconsole_bench_ops"
 

@@ -18,7 +18,7 @@ reads is one, and so is its anchor.
 A decision or outcome altered afterwards changes its leaf, so its batch's root; a batch altered
 changes every later batch hash. What the chain alone cannot show (a rewrite with every later
 hash recomputed, or rows cut off the end) a signed checkpoint kept elsewhere shows
-(queue_app/checkpoint.py). A Merkle tree also gives a short proof that one decision is in a
+(queue_app/chain_checkpoints.py). A Merkle tree also gives a short proof that one decision is in a
 batch (``inclusion_proof``), checkable with the batch root alone.
 """
 

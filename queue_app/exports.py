@@ -56,7 +56,7 @@ FIELDS: dict[str, str] = {
     # item_attachments_frozen), so these are the files the decision was made over. After the columns
     # older readers know.
     "attachments": "item__attachments",
-    # What became of the decision (queue_app/story.py): returned, overturned, applied, ... as
+    # What became of the decision (queue_app/models/story.py): returned, overturned, applied, ... as
     # every other surface says it. After attachments, so readers by position keep working.
     "status": "story_status",
 }

@@ -14,8 +14,8 @@ from typing import Any, cast
 from django import forms
 
 from queue_app.datetimes import moment_problem
-from queue_app.lanes import QA_VERDICTS
 from queue_app.models import REVIEW_VERDICTS, ReasonCode
+from queue_app.second_person import QA_VERDICTS
 from queue_app.services import NOTE_MAX_LENGTH
 from queue_app.services.lanes import RETURN_NEEDS_NOTE
 

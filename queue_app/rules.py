@@ -13,13 +13,28 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, Protocol
 
+from django.db import models
 from django.utils import timezone
 
-from queue_app.models import EvidenceRule, RuleTest
-
 _MISSING = object()
+
+
+class RuleTest(models.TextChoices):
+    DATE_PAST = "date_past", "is a date in the past"
+    IN_LIST = "in_list", "is one of (comma-separated)"
+    BELOW = "below", "is a number below"
+    ABOVE = "above", "is a number above"
+
+
+class EvidenceRule(Protocol):
+    """What the tests read of a rule (queue_app.models.EvidenceRule is one)."""
+
+    path: str
+    test: str
+    value: str
+    message: str
 
 
 @dataclass(frozen=True)

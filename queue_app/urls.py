@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from queue_app.console import attachments, lanes, views
+from queue_app.console import attachment_views, deadline_views, lane_views, views
 from queue_app.mywork.views import my_work_page
 
 urlpatterns = [
@@ -17,22 +17,22 @@ urlpatterns = [
     path("items/<int:item_id>/renew/", views.item_renew, name="item-renew"),
     path(
         "items/<int:item_id>/attachments/<str:sha256>/",
-        attachments.attachment_file,
+        attachment_views.attachment_file,
         name="item-attachment",
     ),
     path(
         "items/<int:item_id>/attachments/<str:sha256>/reveal/",
-        attachments.attachment_reveal,
+        attachment_views.attachment_reveal,
         name="item-attachment-reveal",
     ),
-    path("items/<int:item_id>/hold/", views.item_hold, name="item-hold"),
-    # Second-person lanes (queue_app/console/lanes.py): checks, QA reviews, adjudications.
-    path("queues/<slug:slug>/lanes/<str:kind>/next/", lanes.lane_next, name="lane-next"),
-    path("lanes/<int:task_id>/", lanes.lane_task, name="lane-task"),
-    path("lanes/<int:task_id>/confirm/", lanes.lane_confirm, name="lane-confirm"),
-    path("lanes/<int:task_id>/return/", lanes.lane_return, name="lane-return"),
-    path("lanes/<int:task_id>/qa/", lanes.lane_qa, name="lane-qa"),
-    path("lanes/<int:task_id>/adjudicate/", lanes.lane_adjudicate, name="lane-adjudicate"),
-    path("lanes/<int:task_id>/release/", lanes.lane_release, name="lane-release"),
-    path("lanes/<int:task_id>/renew/", lanes.lane_renew, name="lane-renew"),
+    path("items/<int:item_id>/hold/", deadline_views.item_hold, name="item-hold"),
+    # Second-person lanes (queue_app/console/lane_views.py): checks, QA reviews, adjudications.
+    path("queues/<slug:slug>/lanes/<str:kind>/next/", lane_views.lane_next, name="lane-next"),
+    path("lanes/<int:task_id>/", lane_views.lane_task, name="lane-task"),
+    path("lanes/<int:task_id>/confirm/", lane_views.lane_confirm, name="lane-confirm"),
+    path("lanes/<int:task_id>/return/", lane_views.lane_return, name="lane-return"),
+    path("lanes/<int:task_id>/qa/", lane_views.lane_qa, name="lane-qa"),
+    path("lanes/<int:task_id>/adjudicate/", lane_views.lane_adjudicate, name="lane-adjudicate"),
+    path("lanes/<int:task_id>/release/", lane_views.lane_release, name="lane-release"),
+    path("lanes/<int:task_id>/renew/", lane_views.lane_renew, name="lane-renew"),
 ]

@@ -74,8 +74,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
-    # A NUL in the path or query string is a 400 here, before sessions or any query (middleware.py).
-    "queue_app.middleware.RefuseNulMiddleware",
+    # A NUL in the path or query string is a 400 here, before sessions or any query.
+    "queue_app.error_middleware.RefuseNulMiddleware",
     # WhiteNoise, falling back to the app folders until collectstatic has run.
     "reviewconsole.staticfiles.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -96,7 +96,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # A lost database answers 503 with words (HTML, or the API's JSON shape), never a 500.
-    "queue_app.middleware.DatabaseUnavailableMiddleware",
+    "queue_app.error_middleware.DatabaseUnavailableMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -219,7 +219,7 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
-    # Evidence attachments, content-addressed by sha256 (queue_app/attachments.py). Never
+    # Evidence attachments, content-addressed by sha256 (queue_app/evidence_files.py). Never
     # served from the storage's own URL: only through the console's access-checked view. Any
     # Django storage works, e.g. ATTACHMENT_STORAGE_BACKEND=storages.backends.s3.S3Storage with
     # ATTACHMENT_STORAGE_OPTIONS='{"bucket_name": "review-evidence"}' (django-storages).
@@ -328,9 +328,9 @@ UNAPPLIED_ALERT_MINUTES = env.int("UNAPPLIED_ALERT_MINUTES", default=5)
 REVIEW_EFFECTS = env.dict("REVIEW_EFFECTS", default={})
 METRICS_TOKEN = env("METRICS_TOKEN", default="")
 
-# Signed checkpoints of the decision chain (queue_app/checkpoint.py): the Ed25519 key that signs
-# them (base64 of 32 raw bytes, or PEM; `manage.py checkpoint --generate-key` makes one), the
-# public key verifiers trust (defaults to the signer's own), and where the apply worker's
+# Signed checkpoints of the decision chain (queue_app/chain_checkpoints.py): the Ed25519 key that
+# signs them (base64 of 32 raw bytes, or PEM; `manage.py checkpoint --generate-key` makes one),
+# the public key verifiers trust (defaults to the signer's own), and where the apply worker's
 # periodic checkpoints go (a folder, and optionally a webhook).
 REVIEW_CHECKPOINT_KEY = env("REVIEW_CHECKPOINT_KEY", default="")
 REVIEW_CHECKPOINT_PUBLIC_KEY = env("REVIEW_CHECKPOINT_PUBLIC_KEY", default="")
@@ -341,7 +341,7 @@ REVIEW_CHECKPOINT_WEBHOOK = env("REVIEW_CHECKPOINT_WEBHOOK", default="")
 # -- identity (README.md, "Signing in"; queue_app/identity/) ---------------------------------------
 import pghistory  # noqa: E402
 
-# Access history (queue_app/access_history.py): the context (who, which request) is stored in
+# Access history (queue_app/models/access_history.py): the context (who, which request) is stored in
 # each event row, not in a shared table a later write could change.
 PGHISTORY_CONTEXT_FIELD = pghistory.ContextJSONField()
 PGHISTORY_CONTEXT_ID_FIELD = pghistory.ContextUUIDField(null=True)

@@ -23,7 +23,7 @@ accounts = [
 ]
 
 # A database error raised in a middleware (outside any view) gets the friendly 503 too.
-handler500 = "queue_app.middleware.server_error"
+handler500 = "queue_app.error_middleware.server_error"
 
 # Single sign-on (mozilla-django-oidc's three views; 404 while OIDC_ISSUER is unset).
 oidc_urls = [

@@ -16,7 +16,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection, transaction
 
-from queue_app import checkpoint
+from queue_app import chain_checkpoints
 from queue_app.chain import SEAL_LOCK_KEY, batch_hash, merkle_root, seal_all
 from queue_app.db.statements import chain as chain_sql
 from queue_app.models import ChainBatch, Decision
@@ -26,7 +26,7 @@ from tests.conftest import approve_as_shown, make_items, make_legacy, triggers_o
 
 pytestmark = pytest.mark.django_db
 
-PRIVATE, PUBLIC = checkpoint.generate_key()
+PRIVATE, PUBLIC = chain_checkpoints.generate_key()
 
 
 @pytest.fixture(autouse=True)
@@ -123,7 +123,7 @@ def test_a_checkpoint_waits_for_a_seal_round_at_work_instead_of_leaving_entries_
         with connection.cursor() as cursor:
             cursor.execute(chain_sql.TRY_SEAL_LOCK, {"key": SEAL_LOCK_KEY})
             assert cursor.fetchone()[0]
-        other = Session(checkpoint.make_checkpoint)
+        other = Session(chain_checkpoints.make_checkpoint)
         other.start()
         wait_until_blocked_by_me(other)
     [head] = other.outcome()["chains"]
@@ -199,7 +199,7 @@ def test_it_fails_when_the_checkpoint_file_was_edited(queue, alice, tmp_path):
 
 def test_it_trusts_the_configured_key_not_the_one_in_the_file(queue, alice, tmp_path, settings):
     decide(queue, alice, 1, "a")
-    forger_private, forger_public = checkpoint.generate_key()
+    forger_private, forger_public = chain_checkpoints.generate_key()
     settings.REVIEW_CHECKPOINT_KEY = forger_private
     path = write_checkpoint(tmp_path)
     assert json.loads(path.read_text())["public_key"] == forger_public

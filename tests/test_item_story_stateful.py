@@ -36,7 +36,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from queue_app import services, story
+from queue_app import services
 from queue_app.apply import apply_batch
 from queue_app.errors import ReviewError
 from queue_app.evidence import item_evidence_hash
@@ -51,8 +51,9 @@ from queue_app.models import (
     LaneOutcome,
     LaneTask,
     ReviewItem,
+    story,
 )
-from queue_app.mywork.figures import my_work
+from queue_app.selectors.my_work import my_work
 from tests.api.conftest import caller_for, make_client
 from tests.attachments.conftest import PDF_BYTES
 from tests.conftest import make_queue
@@ -482,7 +483,7 @@ def test_every_surface_tells_one_story_of_every_item(db) -> None:
 
 
 def test_the_migration_creates_the_views_story_describes() -> None:
-    # story.py holds the current definition; the migration a copy that history keeps.
+    # models/story.py holds the current definition; the migration a copy that history keeps.
     migration = importlib.import_module("queue_app.migrations.0028_item_story")
     for name in ("DECISION_STATUS_VIEW", "ITEM_STORY_VIEW", "DROP_VIEWS"):
         assert getattr(migration, name) == getattr(story, name), name

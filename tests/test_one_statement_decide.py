@@ -20,9 +20,9 @@ from django.utils import timezone
 
 from queue_app.errors import EvidenceChanged, InvalidReason, InvalidVerdict, NotPermitted
 from queue_app.evidence import arrival_evidence_hash, evidence_hash, item_evidence_hash
-from queue_app.lanes import qa_sampled
-from queue_app.lanes_models import CheckPolicy
 from queue_app.models import Decision, EffectJob, ItemEvent, LaneTask, ReviewItem
+from queue_app.models.lane_tasks import CheckPolicy
+from queue_app.second_person import qa_sampled
 from queue_app.services import claim_next, create_item, replace_evidence, submit_decision
 from tests.conftest import make_items, shown_hash
 

@@ -6,12 +6,8 @@ gives a line when it was opened and one when it was finished, with who, when and
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from queue_app.admin.timeline_entry import Entry
 from queue_app.models import ItemEventKind, LaneKind, LaneResult, LaneTask, ReviewItem
-
-if TYPE_CHECKING:
-    from queue_app.admin.timeline import Entry
 
 # Item events the lane lines below replace (the outcome row says more).
 LANE_EVENT_KINDS = {
@@ -30,8 +26,6 @@ _OPENED: dict[str, str] = {
 
 def lane_entries(item: ReviewItem) -> list[Entry]:
     """The item's lane tasks and outcomes as timeline entries."""
-    from queue_app.admin.timeline import Entry
-
     tasks = (
         LaneTask.objects.filter(item=item)
         .select_related("outcome__reason_code", "outcome__actor", "maker")

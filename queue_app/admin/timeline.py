@@ -8,11 +8,12 @@ the decision that stands.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from queue_app.admin.lane_timeline import LANE_EVENT_KINDS, lane_entries
+from queue_app.admin.timeline_entry import Entry
 from queue_app.datetimes import local_text
 from queue_app.jsonutil import exact_dumps
 from queue_app.models import (
@@ -27,18 +28,6 @@ from queue_app.models import (
     ReviewItem,
     Verdict,
 )
-
-
-@dataclass
-class Entry:
-    """One line of the timeline."""
-
-    at: datetime
-    kind: str  # css class and icon: event, decision, overturn, applied, pending, dead
-    title: str
-    who: str = ""
-    details: list[str] = field(default_factory=list)
-    decision: Decision | None = None
 
 
 @dataclass
@@ -214,7 +203,8 @@ def item_timeline(item: ReviewItem) -> Timeline:
     entries += lane_entries(item)
     entries.sort(key=lambda entry: entry.at)
 
-    # Which decision stands is the item's one story (queue_app/story.py), not worked out here.
+    # Which decision stands is the item's one story (queue_app/models/story.py), not worked out
+    # here.
     standing_id = (
         ItemStory.objects.filter(item_id=item.pk)
         .values_list("standing_decision_id", flat=True)

@@ -2,9 +2,9 @@
 
 django-ninja, because the pydantic schemas that validate each request are also what the OpenAPI
 document (/api/v1/openapi.json, browsable at /api/v1/docs) is generated from: the published
-contract cannot drift from the code. Endpoints (intake.py, adjudication.py) only authenticate,
-check scope and queue, and call queue_app.services. Numbers are exact end to end (wire.py);
-every failure leaves in one JSON shape (failures.py).
+contract cannot drift from the code. Endpoints (intake_endpoints.py, adjudication.py) only
+authenticate, check scope and queue, and call queue_app.services. Numbers are exact end to end
+(wire.py); every failure leaves in one JSON shape (failures.py).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from ninja import NinjaAPI
 from ninja.operation import Operation
 
-from queue_app.api import adjudication, attachments, intake
+from queue_app.api import adjudication, attachment_endpoints, intake_endpoints
 from queue_app.api.auth import ApiTokenAuth
 from queue_app.api.failures import install_error_handlers
 from queue_app.api.schemas import MAX_BODY_BYTES
@@ -41,6 +41,6 @@ api = ReviewConsoleAPI(
     urls_namespace="api",
 )
 install_error_handlers(api)
-api.add_router("", intake.router)
+api.add_router("", intake_endpoints.router)
 api.add_router("", adjudication.router)
-api.add_router("", attachments.router)
+api.add_router("", attachment_endpoints.router)

@@ -294,8 +294,8 @@ class DecisionOut(Schema):
         "confirmed",
         "pending",
     ] = Field(
-        description="What became of the decision (queue_app/story.py). Only escalated, applied, "
-        "confirmed and pending stand; the item's standing_outcome is the newest of those."
+        description="What became of the decision (queue_app/models/story.py). Only escalated, "
+        "applied, confirmed and pending stand; the item's standing_outcome is the newest of those."
     )
 
 

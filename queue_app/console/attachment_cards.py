@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from django.http import HttpRequest
 from django.urls import reverse
 
-from queue_app.attachments import IMAGE_TYPES
 from queue_app.evidence import attachments_of
+from queue_app.evidence_files import IMAGE_TYPES
 from queue_app.models import ReviewItem
 
 REVEALED_SESSION_KEY = "revealed_attachments"

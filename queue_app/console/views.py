@@ -24,12 +24,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from queue_app.console import clocks
 from queue_app.console.attachment_cards import attachment_cards
-from queue_app.console.clocks import home_deadline_counts, item_page_extras
-from queue_app.console.evidence import evidence_view
-from queue_app.db.runner import fetch_prepared_instances
-from queue_app.db.statements import items as items_sql
+from queue_app.console.deadline_context import home_deadline_counts, item_page_extras
+from queue_app.console.evidence_display import evidence_view
 from queue_app.errors import (
     EvidenceChanged,
     InvalidBounds,
@@ -45,6 +42,7 @@ from queue_app.evidence import item_evidence_hash
 from queue_app.forms import DecisionForm, LeaseForm
 from queue_app.models import REVIEW_VERDICTS, ItemState, Queue, ReviewItem
 from queue_app.rules import warnings_for
+from queue_app.selectors.queues import queue_of_item_with_access, queue_with_access
 from queue_app.services import (
     PageResults,
     claim_next_id,
@@ -56,6 +54,7 @@ from queue_app.services import (
     read_item_page,
     release_lease,
     renew_lease,
+    signed_in_id,
     submit_decision,
 )
 from queue_app.services.blindness import BLIND_NOTE, is_blind_to
@@ -134,15 +133,12 @@ def post_only(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpRespon
 
 def _queue_for(request: HttpRequest, slug: str) -> Queue:
     """The queue to claim from, if the user may review it (the claim asks again, in SQL)."""
-    # One prepared statement: compiling the ORM's access join cost more client CPU than the
-    # claim that follows (bench/web_versions.py).
-    params = {"slug": slug, "owner_id": request.user.pk}
-    found = fetch_prepared_instances(Queue, items_sql.QUEUE_BY_SLUG_WITH_ACCESS, params)
-    if not found:
+    queue = queue_with_access(slug=slug, user_id=signed_in_id(request.user))
+    if queue is None:
         raise Refusal(404, "There is no such queue.")
-    if not found[0].may_review:
+    if not queue.may_review:
         raise Refusal(403, "You do not have access to this queue. Ask an admin to add you.")
-    return found[0]
+    return queue
 
 
 _MAX_ID = 2**63 - 1
@@ -163,13 +159,8 @@ def _queue_of_item(request: HttpRequest, item_id: int) -> Queue:
     the queue and the access rule, without the item's row (its payload above all) to build.
     """
     user = request.user
-    params = {"item_id": item_id, "owner_id": user.pk}
-    found = (
-        fetch_prepared_instances(Queue, items_sql.QUEUE_OF_ITEM_WITH_ACCESS, params)
-        if user.is_active
-        else []
-    )
-    return _reviewable(found[0] if found else None)
+    found = queue_of_item_with_access(item_id=item_id, user_id=user.pk) if user.is_active else None
+    return _reviewable(found)
 
 
 def _item_for(request: HttpRequest, item_id: int) -> ReviewItem:
@@ -360,7 +351,7 @@ def _render_item_page(
         "attachments": attachment_cards(request, item),
     }
     context.update(_handoff_context(request, item))
-    # Deadline, hold and the subject's other items (issue 15: console/clocks.py).
+    # Deadline, hold and the subject's other items (console/deadline_context.py).
     context.update(
         item_page_extras(request, item, mine=mine, now=now, hold_reasons=rows.hold_reasons)
     )
@@ -555,10 +546,3 @@ def item_renew(request: HttpRequest, item_id: int) -> HttpResponse:
         return heartbeat_renewed(expires)
     messages.info(request, f"Your lease on item #{item.pk} was renewed.")
     return redirect(reverse("item", kwargs={"item_id": item.pk}))
-
-
-@post_only
-@console_view
-def item_hold(request: HttpRequest, item_id: int) -> HttpResponse:
-    """Put an item I hold on hold (issue 15; the work is in console/clocks.py)."""
-    return clocks.item_hold(request, item_id)

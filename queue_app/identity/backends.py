@@ -9,9 +9,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.http import HttpRequest
 
-from queue_app.db.runner import fetch_prepared_instances
-from queue_app.db.statements import identity as identity_sql
 from queue_app.identity.sessions import user_read_with_session
+from queue_app.selectors.accounts import user_by_id
 
 
 def signed_in_user(user_id: Any) -> Any:
@@ -25,8 +24,7 @@ def signed_in_user(user_id: Any) -> Any:
     found, user = user_read_with_session(user_id)
     if found:
         return user
-    users = fetch_prepared_instances(get_user_model(), identity_sql.USER_ROW, {"user_id": user_id})
-    return users[0] if users else None
+    return user_by_id(get_user_model(), user_id)
 
 
 class PasswordBackend(ModelBackend):

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from queue_app.exports import neutralise_formula
 from queue_app.models import Queue
-from queue_app.services.access_history import HistoryRow, describe, history_events
+from queue_app.selectors.access_timeline import HistoryRow, describe, history_events
 
 PAGE_SIZE = 100
 CSV_CHUNK = 500

@@ -25,9 +25,8 @@ from django_otp import devices_for_user
 from django_otp.plugins.otp_static.models import StaticDevice, StaticToken
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from queue_app.db.runner import prepared_result
-from queue_app.db.statements import identity as identity_sql
 from queue_app.identity import oidc
+from queue_app.selectors.accounts import user_holds_power
 from queue_app.services.access import hold_permission
 
 #: Never gated: signing in and out, enrolment itself, the provider's callback, static files,
@@ -54,8 +53,7 @@ def holds_staff_power(user: Any) -> bool:
         return False
     known = getattr(user, "holds_power", None)
     if known is None:
-        rows = prepared_result(identity_sql.USER_HOLDS_POWER, {"user_id": user.pk})[1]
-        known = bool(rows and rows[0][0])
+        known = user_holds_power(user.pk)
     return bool(known)
 
 

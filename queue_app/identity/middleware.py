@@ -18,8 +18,8 @@ from django.utils.deprecation import MiddlewareMixin
 from django.utils.http import urlencode
 from mozilla_django_oidc.middleware import SessionRefresh
 
+from queue_app.error_middleware import DatabaseUnavailableMiddleware
 from queue_app.identity import mfa, oidc
-from queue_app.middleware import DatabaseUnavailableMiddleware
 
 #: Where access can change: the admin, the sign-in pages (group mapping, enrolment), and the
 #: provider's callback. Console and API requests never change access, and their statements are

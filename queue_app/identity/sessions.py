@@ -2,12 +2,13 @@
 
 Every signed-in request loads its session, then the user the session names, before anything
 else happens: two statements, and on the reviewer's cycle a measurable share of its client and
-server CPU (B8, docs/performance.md). The sessions live in queue_app.ReviewSession, Django's session
-row with the user's id beside the data, so one prepared statement (identity_sql.SESSION_WITH_USER)
-reads the session and joins its user. AuthenticationMiddleware below hands that user to the
-backends' get_user (identity/backends.signed_in_user) for the one request that read it; Django's
-own get_user still decides, as always, whether the session signs anyone in (the backend, the
-session's auth hash, whether the user is active).
+server CPU (B8, docs/performance.md). The sessions live in queue_app.ReviewSession, Django's
+session row with the user's id beside the data, so one prepared statement
+(selectors.accounts.session_with_user) reads the session and joins its user.
+AuthenticationMiddleware below hands that user to the backends' get_user
+(identity/backends.signed_in_user) for the one request that read it; Django's own get_user
+still decides, as always, whether the session signs anyone in (the backend, the session's auth
+hash, whether the user is active).
 
 Everything else (saving, rotating, expiry, clearing, the cookie and the encoded data) is
 Django's database store's own.
@@ -16,40 +17,25 @@ Django's database store's own.
 from __future__ import annotations
 
 import contextvars
-from functools import cache
 from typing import TYPE_CHECKING, Any, cast
 
 from django.contrib import auth
 from django.contrib.auth import SESSION_KEY, get_user_model
 from django.contrib.auth.middleware import AuthenticationMiddleware as DjangoAuthentication
 from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionStore
-from django.db import models
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.functional import SimpleLazyObject
 
-from queue_app.db.runner import build_instances, prepared_result, split_result
-from queue_app.db.statements import identity as identity_sql
+from queue_app.selectors.accounts import session_with_user
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AnonymousUser, User
 
     from queue_app.models import ReviewSession
 
-_USER_PREFIX = "user__"
-
 #: The session store whose read get_user may use, while Django's get_user runs.
 _reading: contextvars.ContextVar[Any] = contextvars.ContextVar("session_being_read", default=None)
-
-
-@cache
-def _session_with_user_statement(user_model: type[models.Model]) -> str:
-    """identity_sql.SESSION_WITH_USER with the user's columns, as the model has them."""
-    columns = ", ".join(
-        f'u."{field.column}" AS "{_USER_PREFIX}{field.column}"'
-        for field in user_model._meta.concrete_fields
-    )
-    return identity_sql.SESSION_WITH_USER.format(user_columns=columns)
 
 
 def _named_user_id(data: dict[str, Any]) -> int | None:
@@ -80,24 +66,16 @@ class SessionStore(DatabaseSessionStore):
         return session
 
     def _get_session_from_db(self) -> Any:
-        user_model = get_user_model()
-        result = prepared_result(
-            _session_with_user_statement(user_model),
-            {"session_key": self.session_key, "now": timezone.now()},
+        session, user = session_with_user(
+            self.model, get_user_model(), session_key=self.session_key, now=timezone.now()
         )
-        own, user_columns = split_result(result, prefix=_USER_PREFIX)
-        # self.model is get_model_class()'s ReviewSession; the stubs know only the base class.
-        sessions = build_instances(cast("type[ReviewSession]", self.model), own)
-        if not sessions:
+        if session is None:
             # As Django's store does: a missing or expired session starts a new one.
             self._session_key = None
             return None
-        session = sessions[0]
         if session.user_id is not None:
             # No user row (deleted since) is an answer too: nobody to sign in.
-            users = build_instances(user_model, user_columns)
-            found = users[0] if users and users[0].pk is not None else None
-            self.user_read = (session.user_id, found)
+            self.user_read = (session.user_id, user)
         return session
 
 

@@ -11,7 +11,12 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from queue_app.console.views import console_view
-from queue_app.mywork.figures import SEARCH_LIMIT, SUBJECT_SEARCH_DAYS, my_work, search_my_decisions
+from queue_app.selectors.my_work import (
+    SEARCH_LIMIT,
+    SUBJECT_SEARCH_DAYS,
+    my_work,
+    search_my_decisions,
+)
 from queue_app.services import signed_in_id
 
 EARLIEST_DAY = date(1970, 1, 1)

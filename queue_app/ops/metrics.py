@@ -9,17 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
-from queue_app.db.runner import fetch_dicts
-from queue_app.db.statements import ops as ops_sql
-from queue_app.ops.clocks import SLA_WINDOW_HOURS, SlaFigures, read_sla
-from queue_app.ops.figures import OpsSnapshot, read_snapshot
+from queue_app.selectors.agreement import Agreement
+from queue_app.selectors.deadline_figures import SLA_WINDOW_HOURS, SlaFigures, read_sla
+from queue_app.selectors.health import sealing_backlog
+from queue_app.selectors.lane_figures import LaneFigures, read_lane_figures
+from queue_app.selectors.queue_figures import OpsSnapshot, read_snapshot
 
 PREFIX = "reviewconsole"
 
@@ -136,14 +137,11 @@ def exposition(*, accept: str = "", snapshot: OpsSnapshot | None = None) -> tupl
     registry.register(SnapshotCollector(snapshot or read_snapshot(blocked=False)))
     registry.register(SlaCollector(read_sla()))  # deadlines and holds
     # Second-person lanes: backlogs, ages, return rate, QA agreement and kappa per queue.
-    from queue_app.ops.lanes import LaneCollector, read_lane_figures
-
     registry.register(LaneCollector(read_lane_figures()))
     # The sealed log: what waits for the sealer. From the primary, as doctor reads
     # it: the lists are short, and a lagging replica would show entries sealed since as waiting
     # (its age grows with the lag), an alarm about the sealer that is really about the replica.
-    [backlog] = fetch_dicts(ops_sql.SEALING_BACKLOG, {})
-    registry.register(SealingCollector(backlog))
+    registry.register(SealingCollector(sealing_backlog()))
     return encoder(registry), content_type
 
 
@@ -178,7 +176,7 @@ class SealingCollector(Collector):
 
 
 class SlaCollector(Collector):
-    """Deadline and hold gauges per queue (queue_app/ops/clocks.py)."""
+    """Deadline and hold gauges per queue (queue_app/selectors/deadline_figures.py)."""
 
     def __init__(self, figures: list[SlaFigures]) -> None:
         self.figures = figures
@@ -226,3 +224,66 @@ class SlaCollector(Collector):
                 if value is not None:
                     ttd.add_metric([f.slug, quantile], value.total_seconds())
         yield from (breached, breached_checks, at_risk, on_hold, oldest_hold, late, ttd)
+
+
+class LaneCollector(Collector):
+    """Prometheus gauges for the lanes (registered beside the snapshot's)."""
+
+    def __init__(self, figures: LaneFigures) -> None:
+        self.figures = figures
+
+    def collect(self) -> Iterator[Metric]:
+        f = self.figures
+
+        def gauge(name: str, doc: str, labels: list[str]) -> GaugeMetricFamily:
+            return GaugeMetricFamily(f"{PREFIX}_{name}", doc, labels=labels)
+
+        lane = ["queue", "lane"]
+        waiting = gauge(
+            "lane_tasks_waiting", "Open second-person tasks (checks, QA, adjudication).", lane
+        )
+        leased = gauge("lane_tasks_leased", "Second-person tasks under a live lease.", lane)
+        oldest = gauge(
+            "lane_oldest_age_seconds", "Age of the lane's oldest open task (0 when none).", lane
+        )
+        for b in f.backlog:
+            waiting.add_metric([b.slug, b.kind], b.open)
+            leased.add_metric([b.slug, b.kind], b.leased)
+            oldest.add_metric(
+                [b.slug, b.kind], b.oldest_age.total_seconds() if b.oldest_age else 0.0
+            )
+        days = f.window.days
+        returned = gauge(
+            "check_return_ratio", f"Share of checks returned, last {days} days.", ["queue"]
+        )
+        for slug, rate in f.returns.items():
+            if rate.value is not None:
+                returned.add_metric([slug], rate.value)
+        reviews = gauge("qa_reviews_window", f"QA reviews in the last {days} days.", ["queue"])
+        agree = gauge(
+            "qa_verdict_agreement_ratio",
+            f"Share of QA reviews agreeing with the verdict, last {days} days.",
+            ["queue"],
+        )
+        low = gauge(
+            "qa_verdict_agreement_wilson_low", "Wilson 95 % lower bound of that share.", ["queue"]
+        )
+        high = gauge(
+            "qa_verdict_agreement_wilson_high", "Wilson 95 % upper bound of that share.", ["queue"]
+        )
+        kappa = gauge(
+            "qa_kappa", f"Cohen's kappa of QA against decisions, last {days} days.", ["queue"]
+        )
+        for row in f.agreement:
+            a: Agreement = row["agreement"]
+            label = [row["slug"]]
+            reviews.add_metric(label, a.verdict.n)
+            if a.verdict.value is not None:
+                agree.add_metric(label, a.verdict.value)
+                # value and interval are None together (no sample): here both are set.
+                lo, hi = cast(tuple[float, float], a.verdict.interval)
+                low.add_metric(label, lo)
+                high.add_metric(label, hi)
+            if a.kappa is not None:
+                kappa.add_metric(label, a.kappa)
+        yield from (waiting, leased, oldest, returned, reviews, agree, low, high, kappa)

@@ -20,8 +20,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from queue_app.datetimes import zone_abbreviation
 from queue_app.ops.charts import Bar, bar_chart, share_bar
-from queue_app.ops.clocks import SLA_WINDOW_HOURS, read_sla, sla_rows
-from queue_app.ops.figures import (
+from queue_app.ops.metrics import exposition
+from queue_app.selectors.deadline_figures import SLA_WINDOW_HOURS, read_sla, sla_rows
+from queue_app.selectors.lane_figures import agreement_rows, read_lane_figures, reviewer_rows
+from queue_app.selectors.queue_figures import (
     LEASE_LEAK_RATIO,
     MIN_SAMPLES_FOR_TTL,
     TTL_HEADROOM,
@@ -29,8 +31,6 @@ from queue_app.ops.figures import (
     QueueFigures,
     read_snapshot,
 )
-from queue_app.ops.lanes import agreement_rows, read_lane_figures, reviewer_rows
-from queue_app.ops.metrics import exposition
 from queue_app.services import retry_effect_jobs
 from reviewconsole.routers import replica_reads
 

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.core.files import File
 from django.db import transaction
 
-from queue_app import attachments
+from queue_app import evidence_files
 from queue_app.errors import AlreadyDecided, AttachmentTooLarge, InvalidBounds, ItemNotFound
 from queue_app.evidence import attachments_of, item_evidence_hash
 from queue_app.models import ItemEvent, ItemEventKind, ItemState, ReviewItem
@@ -34,13 +34,13 @@ from queue_app.services.intake import store_evidence_hash
 
 def put_attachment(*, item_id: int, actor: User, name: str, data: bytes) -> ReviewItem:
     """Attach (or replace) the file called name on an open item; a held item comes back at once."""
-    if not attachments.valid_name(name):
-        raise InvalidBounds(f"The attachment name must be {attachments.NAME_RULE}.")
+    if not evidence_files.valid_name(name):
+        raise InvalidBounds(f"The attachment name must be {evidence_files.NAME_RULE}.")
     # Decoding and re-encoding happen before any lock is taken, and so does storing: a blob
     # no row names (the transaction below refused) is harmless, content-addressed garbage,
     # while a row naming a blob that was never stored would be evidence nobody can see.
-    file = attachments.clean(data)
-    attachments.keep(file)
+    file = evidence_files.clean(data)
+    evidence_files.keep(file)
     with transaction.atomic():
         guard_timeouts()
         # The row lock orders this against a concurrent fenced close, as for the payload: a
@@ -115,7 +115,7 @@ def attachment_by_digest(*, item: ReviewItem, sha256: str) -> tuple[str, dict[st
 
 def open_attachment(*, sha256: str) -> File:
     """Open the stored bytes of an attachment for reading."""
-    return attachments.storage().open(attachments.blob_path(sha256), "rb")
+    return evidence_files.storage().open(evidence_files.blob_path(sha256), "rb")
 
 
 def record_reveal(*, item: ReviewItem, user: User, name: str, sha256: str) -> ItemEvent:

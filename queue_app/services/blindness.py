@@ -7,7 +7,7 @@ every other item and every other lane page of that item alike. Once their review
 the task is done and the rule no longer applies.
 
 Surfaces that show decisions ask blinded_item_ids (or is_blind_to) and drop what it names:
-console/views.py (the item page), services/subjects.py (the subject list), console/lanes.py
+console/views.py (the item page), services/subjects.py (the subject list), console/lane_views.py
 (lane pages), admin/blindness.py (the admin's item, decision and lane pages). The API, My
 work and the exports need nothing: an API client's service user never holds a lane task
 (lanes_sql._MAY_WORK_LANE), My work shows a reviewer only their own decisions, which the

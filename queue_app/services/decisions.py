@@ -23,7 +23,6 @@ from queue_app.errors import (
     WarningsNotSeen,
 )
 from queue_app.evidence import item_evidence_hash
-from queue_app.lanes import QA_VERDICTS, qa_draw
 from queue_app.models import (
     CORRECTED_VERDICTS,
     REVIEW_VERDICTS,
@@ -39,6 +38,7 @@ from queue_app.models import (
     ReviewItem,
     Verdict,
 )
+from queue_app.second_person import QA_VERDICTS, qa_draw
 from queue_app.services._common import (
     NOTE_MAX_LENGTH,
     User,
@@ -210,7 +210,7 @@ def check_needed(*, queue_id: int, verdict: str, item_id: int) -> bool:
 
 
 def standing_decision(*, item: ReviewItem | int) -> Decision | None:
-    """Return the decision that stands for the item now (queue_app/story.py), or None."""
+    """Return the decision that stands for the item now (queue_app/models/story.py), or None."""
     item_id = item if isinstance(item, int) else item.pk
     return (
         Decision.objects.filter(

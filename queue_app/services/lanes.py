@@ -28,7 +28,6 @@ from queue_app.errors import (
 )
 from queue_app.evidence import attachments_of, evidence_hash
 from queue_app.jsonutil import stored_loads
-from queue_app.lanes import QA_VERDICTS, qa_sampled
 from queue_app.models import (
     ApiClient,
     Decision,
@@ -39,6 +38,7 @@ from queue_app.models import (
     Queue,
     Verdict,
 )
+from queue_app.second_person import QA_VERDICTS, qa_sampled
 from queue_app.services._common import (
     NOTE_MAX_LENGTH,
     User,

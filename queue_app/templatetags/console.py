@@ -10,7 +10,7 @@ from django.utils import timezone
 from django.utils.safestring import SafeString
 from django.utils.timesince import timesince
 
-from queue_app.console.evidence import format_amount
+from queue_app.console.evidence_display import format_amount
 from queue_app.datetimes import time_tag
 
 register = template.Library()

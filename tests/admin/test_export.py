@@ -133,7 +133,7 @@ def test_jsonl_round_trips_every_field(history, tmp_path):
     assert rows[0]["applied_at"] is not None
     assert rows[2]["supersedes"] == history[0].pk
     assert rows[2]["corrected_verdict"] == "reject"
-    # What became of each, as every other surface says it (queue_app/story.py).
+    # What became of each, as every other surface says it (queue_app/models/story.py).
     assert [row["status"] for row in rows] == ["overturned", "pending", "pending", "pending"]
 
 

@@ -8,7 +8,7 @@ import pytest
 from django.db import connections, transaction
 from django.test import Client
 
-from queue_app.attachments import NAME_PATTERN
+from queue_app.evidence_files import NAME_PATTERN
 from queue_app.models import ReviewItem
 from tests.api.conftest import intake_body
 from tests.conftest import make_items

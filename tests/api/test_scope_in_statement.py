@@ -121,12 +121,12 @@ def _revoke_after(monkeypatch, module, name: str, client: ApiClient, **change) -
 
 @pytest.mark.parametrize("lost", ["scope", "revoked"])
 def test_an_item_sent_after_the_client_lost_intake_is_not_created(monkeypatch, queue, lost):
-    from queue_app.api import intake
+    from queue_app.api import intake_endpoints
     from tests.api.conftest import intake_body
 
     change = {"can_intake": False} if lost == "scope" else {"revoked_at": timezone.now()}
     client, token = make_client("feeder", [queue])
-    _revoke_after(monkeypatch, intake, "require_queue", client, **change)
+    _revoke_after(monkeypatch, intake_endpoints, "require_queue", client, **change)
     reply = caller_for(token).post("/items", intake_body())
     assert reply.status == 403, reply.body
     assert "Nothing was written" in reply.body["error"]["message"]
@@ -134,11 +134,11 @@ def test_an_item_sent_after_the_client_lost_intake_is_not_created(monkeypatch, q
 
 
 def test_evidence_sent_after_the_client_lost_intake_is_not_written(monkeypatch, queue):
-    from queue_app.api import intake
+    from queue_app.api import intake_endpoints
 
     (item,) = make_items(queue, 1)
     client, token = make_client("feeder", [queue])
-    _revoke_after(monkeypatch, intake, "visible_item", client, can_intake=False)
+    _revoke_after(monkeypatch, intake_endpoints, "visible_item", client, can_intake=False)
     reply = caller_for(token).put(f"/items/{item.pk}/evidence", {"payload": {"n": 99}})
     assert reply.status == 403, reply.body
     item.refresh_from_db()
@@ -147,12 +147,14 @@ def test_evidence_sent_after_the_client_lost_intake_is_not_written(monkeypatch, 
 
 
 def test_a_file_sent_after_the_client_lost_intake_is_not_attached(monkeypatch, queue):
-    from queue_app.api import attachments
+    from queue_app.api import attachment_endpoints
     from tests.attachments.conftest import image_bytes, put_file
 
     (item,) = make_items(queue, 1)
     client, token = make_client("feeder", [queue])
-    _revoke_after(monkeypatch, attachments, "visible_item", client, revoked_at=timezone.now())
+    _revoke_after(
+        monkeypatch, attachment_endpoints, "visible_item", client, revoked_at=timezone.now()
+    )
     reply = put_file(caller_for(token), item.pk, "id.png", image_bytes())
     assert reply.status == 403, reply.body
     item.refresh_from_db()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from queue_app.attachments import download_name
+from queue_app.evidence_files import download_name
 from tests.attachments.conftest import PDF_BYTES, image_bytes, put_file
 from tests.console.conftest import login
 

@@ -7,7 +7,7 @@ import io
 import pytest
 from PIL import Image
 
-from queue_app.attachments import blob_path, storage
+from queue_app.evidence_files import blob_path, storage
 from queue_app.models import ItemEvent, ReviewItem
 from tests.api.conftest import caller_for, make_client
 from tests.attachments.conftest import PDF_BYTES, image_bytes, jpeg_with_gps, put_file

@@ -9,7 +9,7 @@ from django.test import Client
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
-from queue_app.ops.doctor import run_checks
+from queue_app.ops.doctor_checks import run_checks
 from queue_app.services import claim_next, hold_item
 from tests.clocks.helpers import add_hold_reasons, item
 from tests.ops.conftest import decide_after, operator  # noqa: F401

@@ -16,7 +16,7 @@ from queue_app.datetimes import moment_problem
 from queue_app.errors import InvalidDeadline, InvalidHoldTime
 from queue_app.forms import MomentField
 from queue_app.models import ItemEvent, ReviewItem
-from queue_app.ops.clocks import signed_duration
+from queue_app.selectors.deadline_figures import signed_duration
 from queue_app.services import claim_next, hold_item
 from tests.api.conftest import intake_body
 from tests.clocks.helpers import add_hold_reasons, item

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from queue_app.console.evidence import evidence_view, format_amount, render_value
+from queue_app.console.evidence_display import evidence_view, format_amount, render_value
 from queue_app.models import ReviewItem
 from tests.console.conftest import recon_item
 from tests.console.test_item_page import hidden

@@ -103,7 +103,7 @@ def test_a_decided_item_shows_its_decisions(alice_client, alice, queue):
     )
     html = alice_client.get(f"/items/{item.pk}/").content.decode()
     assert "Decided on" in html
-    # The verdict, and what became of it (the item's one story, queue_app/story.py).
+    # The verdict, and what became of it (the item's one story, queue_app/models/story.py).
     assert (
         '<td>Reject<div class="quiet decision-status status-pending">effect pending</div></td>'
         in html

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 import pytest
 from django.db import connection
 
-from queue_app.middleware import UNAVAILABLE
+from queue_app.error_middleware import UNAVAILABLE
 
 NO_SUCH_DATABASE = "reviewconsole_faults_no_such_database"
 

@@ -31,7 +31,7 @@ from bench.load import (
 )
 from bench.load import child_env as soak_env
 from bench.web import Reviewer
-from queue_app.middleware import UNAVAILABLE
+from queue_app.error_middleware import UNAVAILABLE
 from reviewconsole.embedded_pg import _quiet_platformdirs
 from tests.worker.conftest import PROJECT_DIR, wait_until
 

@@ -16,12 +16,12 @@ from django.contrib.auth.models import Group, Permission, User
 from django.db import DatabaseError, connection, transaction
 from django.test import Client
 
-from queue_app.access_history import EVENT_MODELS
 from queue_app.api.auth import issue_api_client
 from queue_app.identity.oidc import link_account
-from queue_app.lanes_models import CheckPolicy
 from queue_app.models import ApiClient, HoldReason, Queue, ReasonCode
-from queue_app.services.access_history import DATABASE, describe, history_events
+from queue_app.models.access_history import EVENT_MODELS
+from queue_app.models.lane_tasks import CheckPolicy
+from queue_app.selectors.access_timeline import DATABASE, describe, history_events
 from tests.conftest import make_queue
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ from django.test import Client
 
 from queue_app.api.auth import hash_token
 from queue_app.models import ApiClient
-from queue_app.services.access_history import describe, history_events
+from queue_app.selectors.access_timeline import describe, history_events
 from tests.conftest import make_queue
 
 pytestmark = pytest.mark.django_db

@@ -18,7 +18,7 @@ from django.test import Client
 
 from queue_app.identity import oidc
 from queue_app.models import SignOnLink
-from queue_app.services.access_history import describe, history_events
+from queue_app.selectors.access_timeline import describe, history_events
 from tests.identity.provider import CLIENT_ID, CLIENT_SECRET, Provider, provider  # noqa: F401
 
 pytestmark = pytest.mark.django_db

@@ -14,7 +14,7 @@ from django_otp.plugins.otp_static.models import StaticDevice
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from queue_app.identity import oidc
-from queue_app.services.access_history import describe, history_events
+from queue_app.selectors.access_timeline import describe, history_events
 from tests.identity.conftest import current_code, password_client
 from tests.security.routes import all_routes
 

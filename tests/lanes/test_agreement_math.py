@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from queue_app.lanes import cohens_kappa, kappa_from_table, wilson_interval
+from queue_app.second_person import cohens_kappa, kappa_from_table, wilson_interval
 
 
 def test_kappa_of_the_textbook_table():

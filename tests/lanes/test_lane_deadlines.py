@@ -17,8 +17,8 @@ from django.test import Client
 from django.utils import timezone
 
 from queue_app.models import LaneOutcome, LaneTask, Queue, ReviewItem
-from queue_app.ops.clocks import read_sla
-from queue_app.ops.doctor import Thresholds, check_sla_breach
+from queue_app.ops.doctor_checks import Thresholds, check_sla_breach
+from queue_app.selectors.deadline_figures import read_sla
 from queue_app.services import (
     claim_lane_task,
     claim_next,

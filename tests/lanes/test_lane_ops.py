@@ -13,7 +13,7 @@ from django.test import Client
 from queue_app.admin.timeline import item_timeline
 from queue_app.exports_qa import qa_export_lines, qa_reviews
 from queue_app.models import ReviewItem
-from queue_app.ops.doctor import Thresholds, check_lane_backlog
+from queue_app.ops.doctor_checks import Thresholds, check_lane_backlog
 from queue_app.services import (
     adjudicate,
     claim_lane_task,

@@ -17,7 +17,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection, transaction
 
-from queue_app import checkpoint
+from queue_app import chain_checkpoints
 from queue_app.chain import (
     inclusion_proof,
     root_from_path,
@@ -213,7 +213,7 @@ def test_the_migration_queues_the_outcomes_recorded_before_it(checked_queue, ali
 def test_a_checkpoint_catches_an_outcome_rewritten_with_every_hash_recomputed(
     checked_queue, alice, bob, carol, settings, tmp_path
 ):
-    private, public = checkpoint.generate_key()
+    private, public = chain_checkpoints.generate_key()
     settings.REVIEW_CHECKPOINT_KEY = private
     settings.REVIEW_CHECKPOINT_PUBLIC_KEY = public
     settings.REVIEW_CHECKPOINT_DIR = tmp_path / "checkpoints"

@@ -10,15 +10,15 @@ from decimal import Decimal
 import pytest
 
 from queue_app.errors import NotPermitted
-from queue_app.lanes import draw_samples, qa_draw, qa_sampled
 from queue_app.models import Decision, EffectJob, LaneTask, ReviewItem
+from queue_app.second_person import draw_samples, qa_draw, qa_sampled
+from queue_app.selectors.agreement import agreement_by_queue, agreement_by_reviewer
 from queue_app.services import (
     adjudicate,
     claim_lane_task,
     record_qa_review,
     standing_outcome,
 )
-from queue_app.services.agreement import agreement_by_queue, agreement_by_reviewer
 from tests.lanes.conftest import decide_one
 
 pytestmark = pytest.mark.django_db

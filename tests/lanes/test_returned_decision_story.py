@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from queue_app.models import Decision, Queue, ReviewItem
-from queue_app.mywork.figures import my_work
+from queue_app.selectors.my_work import my_work
 from queue_app.services import (
     claim_lane_task,
     claim_next,

@@ -9,9 +9,9 @@ from django.db import connection
 from django.utils import timezone
 
 from queue_app.db.statements import mywork as mywork_sql
-from queue_app.lanes import wilson_interval
 from queue_app.models import LaneTask
-from queue_app.mywork.figures import my_agreement, my_holds, my_work
+from queue_app.second_person import wilson_interval
+from queue_app.selectors.my_work import my_agreement, my_holds, my_work
 from queue_app.services import (
     claim_lane_task,
     claim_next,
@@ -126,7 +126,7 @@ def test_my_agreement_is_computed_from_real_qa_reviews_and_is_mine_only(queue, a
     assert "100%" in bob_page and "67%" not in bob_page
     assert "No QA reviews of your decisions yet" in login(carol).get("/my-work/").content.decode()
     # The figures are those /ops/ shows for the same reviewer.
-    from queue_app.services.agreement import agreement_by_reviewer
+    from queue_app.selectors.agreement import agreement_by_reviewer
 
     ops = {r["reviewer"]: r["agreement"].verdict for r in agreement_by_reviewer()}
     assert ops["alice"] == my_work(reviewer_id=alice.pk).agreement[-1].verdict

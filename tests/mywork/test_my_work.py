@@ -12,8 +12,8 @@ from django.utils import timezone
 
 from queue_app.db.statements import mywork as mywork_sql
 from queue_app.models import Decision
-from queue_app.mywork.figures import my_work, search_my_decisions
-from queue_app.ops.figures import read_snapshot
+from queue_app.selectors.my_work import my_work, search_my_decisions
+from queue_app.selectors.queue_figures import read_snapshot
 from queue_app.services import claim_next, submit_decision
 from tests.conftest import make_items, shown_hash
 from tests.console.conftest import login

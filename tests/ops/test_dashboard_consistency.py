@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 
 from queue_app.models import Queue
-from queue_app.ops.doctor import run_checks
+from queue_app.ops.doctor_checks import run_checks
 from queue_app.services import claim_batch, overturn_decision
 from tests.conftest import make_items, make_queue
 from tests.ops.conftest import decide_after

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from queue_app.apply import apply_one
 from queue_app.models import EffectJob, ReviewItem
-from queue_app.ops.doctor import Thresholds, run_checks
+from queue_app.ops.doctor_checks import Thresholds, run_checks
 from queue_app.services import claim_batch, claim_next, overturn_decision, retry_effect_jobs
 from tests.conftest import make_items, make_queue
 from tests.ops.conftest import (

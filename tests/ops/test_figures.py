@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from django.db import connection
 
 from queue_app.models import ReviewItem
-from queue_app.ops.figures import QueueFigures, read_snapshot, suggest_lease_ttl
+from queue_app.selectors.queue_figures import QueueFigures, read_snapshot, suggest_lease_ttl
 from queue_app.services import claim_next, overturn_decision
 from tests.conftest import make_items, make_queue
 from tests.ops.conftest import (

@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 from django.utils import timezone
 
-from queue_app.console.evidence import evidence_view
+from queue_app.console.evidence_display import evidence_view
 from queue_app.models import EvidenceRule, Queue, RuleTest
 from queue_app.rules import rule_errors, warnings_for
 from queue_app.services import claim_next, create_item

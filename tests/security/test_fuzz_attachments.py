@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from PIL import Image
 
-from queue_app.attachments import valid_name
+from queue_app.evidence_files import valid_name
 from tests.security.conftest import World
 from tests.security.ledger import rolled_back
 from tests.security.strategies import odd_characters

@@ -126,7 +126,7 @@ def test_the_session_and_its_user_are_read_by_one_named_statement(alice_client: 
     from django.contrib.auth import get_user_model
 
     from queue_app.db.statements import identity as identity_sql
-    from queue_app.identity.sessions import _session_with_user_statement
+    from queue_app.selectors.accounts import _session_with_user_statement
 
     statements = _statements_of(alice_client)
     # The statement as psycopg sends it: %(name)s placeholders become $1, $2, ...

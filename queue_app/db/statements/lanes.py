@@ -430,7 +430,7 @@ SELECT q.slug, count(*) AS total, count(*) FILTER (WHERE o.result = 'returned') 
 """
 
 # Every QA review in the window with the decision it sampled: the agreement figures per queue
-# and per reviewer are both computed from these rows (services.agreement). The window is read
+# and per reviewer are both computed from these rows (selectors.agreement). The window is read
 # through laneoutcome_kind_at. %(reviewer_id)s (NULL = everyone) narrows them to one original
 # reviewer's decisions: My work shows a reviewer their own agreement (queue_app/mywork/).
 QA_REVIEWS_IN_WINDOW = """

@@ -67,7 +67,7 @@ SELECT j.decision_id, j.attempts,
 # A decision an overturn has replaced by now is recorded as 'superseded', its successor named
 # in the outcome, and the caller does not run its effect: a receiver never gets a verdict that
 # no longer stands after the one that does. Only an overturn in force replaces it, as the
-# item's story says (queue_app/story.py): one awaiting its check may yet be returned, and
+# item's story says (queue_app/models/story.py): one awaiting its check may yet be returned, and
 # until then the decision it names stands and is carried out. At most one overturn of a
 # decision is not returned (the decision_one_overturn trigger), so the subquery has one row
 # at most. An overturn arriving after this statement waits (overturn_decision's FOR UPDATE on

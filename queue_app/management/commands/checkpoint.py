@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from queue_app import checkpoint
+from queue_app import chain_checkpoints
 from queue_app.errors import EffectError
 
 
@@ -38,27 +38,27 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["generate_key"]:
-            private, public = checkpoint.generate_key()
+            private, public = chain_checkpoints.generate_key()
             self.stdout.write(f"REVIEW_CHECKPOINT_KEY={private}\n")
             self.stdout.write(f"REVIEW_CHECKPOINT_PUBLIC_KEY={public}\n")
             return
         if options["emit"]:
             try:
-                path = checkpoint.emit()
-            except (checkpoint.CheckpointError, EffectError, OSError) as exc:
+                path = chain_checkpoints.emit()
+            except (chain_checkpoints.CheckpointError, EffectError, OSError) as exc:
                 raise CommandError(str(exc)) from None
             self.stderr.write(f"checkpoint written to {path}")
             return
         try:
-            document = checkpoint.make_checkpoint()
-            text = checkpoint.dumps(document)
+            document = chain_checkpoints.make_checkpoint()
+            text = chain_checkpoints.dumps(document)
             if options["webhook"]:
-                checkpoint.post(options["webhook"], text)
-        except (checkpoint.CheckpointError, EffectError) as exc:
+                chain_checkpoints.post(options["webhook"], text)
+        except (chain_checkpoints.CheckpointError, EffectError) as exc:
             raise CommandError(str(exc)) from None
         if options["output"] == "-":
             self.stdout.write(text, ending="")
             return
-        checkpoint.write_atomically(Path(options["output"]), text)
+        chain_checkpoints.write_atomically(Path(options["output"]), text)
         heads = ", ".join(f"{h['chain']} #{h['seq']}" for h in document["chains"]) or "empty"
         self.stderr.write(f"checkpoint written to {options['output']} ({heads})")

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from queue_app.ops.doctor import Thresholds, run_checks
+from queue_app.ops.doctor_checks import Thresholds, run_checks
 
 
 class Command(BaseCommand):

@@ -24,7 +24,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.db.backends.signals import connection_created
 
-from queue_app import chain, checkpoint, effects, services
+from queue_app import chain, chain_checkpoints, effects, services
 from queue_app.apply import BATCH_SIZE_RANGE, RetryPolicy, apply_batch
 from queue_app.errors import EffectError, InvalidBounds
 from reviewconsole import gc_tuning
@@ -121,8 +121,8 @@ class Command(BaseCommand):
         if options["checkpoint_every"]:
             try:
                 # Refuse to start without a usable key rather than fail every N minutes.
-                checkpoint.signing_key()
-            except checkpoint.CheckpointError as exc:
+                chain_checkpoints.signing_key()
+            except chain_checkpoints.CheckpointError as exc:
                 raise CommandError(exc.message) from None
         try:
             policy = RetryPolicy(
@@ -285,8 +285,8 @@ class ApplyWorker:
             return
         self.next_checkpoint = time.monotonic() + self.checkpoint_every
         try:
-            path = checkpoint.emit()
-        except (checkpoint.CheckpointError, EffectError, OSError) as exc:
+            path = chain_checkpoints.emit()
+        except (chain_checkpoints.CheckpointError, EffectError, OSError) as exc:
             # The anchor is late, not lost: the next one covers everything this one would have.
             logger.warning("checkpoint not written", extra={"error": str(exc)})
             return

@@ -174,7 +174,7 @@ HOLD_REASONS = {
 # Second-person controls in the reconciliation queue: writing off a variance of
 # 10,000.00 or more needs a checker, and a share of effective decisions is drawn for blind QA.
 CHECK_THRESHOLD = Decimal("10000.00")
-# High for a demo: the draw is random (queue_app.lanes.qa_draw) and bob decides until a QA
+# High for a demo: the draw is random (queue_app.second_person.qa_draw) and bob decides until a QA
 # review is waiting, at most one decision per item. A demo of 20 items has some 14 decisions
 # that may be drawn; none is with odds of 1 in 16,000 at 50 % (at 25 %, 1 in 55: too often
 # for a demo, or a test of one).

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from queue_app import checkpoint
+from queue_app import chain_checkpoints
 from queue_app.chain import verify_chain
 
 
@@ -40,16 +40,16 @@ class Command(BaseCommand):
             except OSError as exc:
                 raise CommandError(f"Cannot read the checkpoint: {exc}") from None
             try:
-                document = checkpoint.parse(text)
-                public_key = checkpoint.trusted_public_key(options["public_key"])
-            except checkpoint.CheckpointError as exc:
+                document = chain_checkpoints.parse(text)
+                public_key = chain_checkpoints.trusted_public_key(options["public_key"])
+            except chain_checkpoints.CheckpointError as exc:
                 raise CommandError(str(exc)) from None
         result = verify_chain()
         if not result.ok:
             raise CommandError(result.message)
         self.stdout.write(self.style.SUCCESS(result.message))
         if document is not None:
-            outcome = checkpoint.verify_checkpoint(document, public_key)
+            outcome = chain_checkpoints.verify_checkpoint(document, public_key)
             if not outcome.ok:
                 raise CommandError(outcome.message)
             self.stdout.write(self.style.SUCCESS(outcome.message))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from decimal import Decimal
 from functools import cache
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, TypeVar, cast
 from uuid import UUID
 
 from django.db import models
@@ -31,8 +31,10 @@ from queue_app.db.statements import items as items_sql
 from queue_app.db.statements import leases as leases_sql
 from queue_app.db.statements import outbox as outbox_sql
 
-if TYPE_CHECKING:
-    from queue_app.models import Decision, Queue, ReviewItem
+# The model each manager serves (ReviewItem, Decision), read from self.model: the models
+# import their managers, so this module names none of them.
+_Item = TypeVar("_Item", bound=models.Model)
+_Decision = TypeVar("_Decision", bound=models.Model)
 
 _QUEUE_PREFIX = "queue__"
 
@@ -47,7 +49,7 @@ def _item_with_queue_statement(queue_model: type[models.Model]) -> str:
     return items_sql.ITEM_WITH_QUEUE_AND_ACCESS.format(queue_columns=columns)
 
 
-class ReviewItemManager(models.Manager["ReviewItem"]):
+class ReviewItemManager(models.Manager[_Item]):
     def renew_or_claim_one(
         self,
         *,
@@ -59,7 +61,7 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         lock_timeout_ms: int,
         statement_timeout_ms: int,
         for_page: bool = False,
-    ) -> tuple[bool, ReviewItem | None, ReviewItem | None]:
+    ) -> tuple[bool, _Item | None, _Item | None]:
         """A reviewer's Next item in one round trip, committed; return (may review, renewed,
         claimed).
 
@@ -100,7 +102,7 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
             claimed_items[0] if claimed_items else None,
         )
 
-    def with_queue_and_access(self, *, item_id: int, user_id: int) -> ReviewItem | None:
+    def with_queue_and_access(self, *, item_id: int, user_id: int) -> _Item | None:
         """The item with its queue attached and may_review set (whether the user may review
         that queue), in one prepared statement; None if there is no such item."""
         statement, params = self.with_queue_and_access_statement(item_id=item_id, user_id=user_id)
@@ -110,17 +112,17 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         self, *, item_id: int, user_id: int
     ) -> tuple[str, dict[str, Any]]:
         """with_queue_and_access's statement, for a caller that sends it with others."""
-        queue_model = cast("type[Queue]", self.model._meta.get_field("queue").related_model)
+        queue_model = cast("type[models.Model]", self.model._meta.get_field("queue").related_model)
         return _item_with_queue_statement(queue_model), {"item_id": item_id, "owner_id": user_id}
 
-    def built_with_queue(self, result: Result) -> ReviewItem | None:
+    def built_with_queue(self, result: Result) -> _Item | None:
         """The item with_queue_and_access's statement returned, its queue attached, or None."""
-        queue_model = cast("type[Queue]", self.model._meta.get_field("queue").related_model)
+        queue_model = cast("type[models.Model]", self.model._meta.get_field("queue").related_model)
         item_columns, queue_columns = split_result(result, prefix=_QUEUE_PREFIX)
         items = build_instances(self.model, item_columns)
         if not items:
             return None
-        item = items[0]
+        item: Any = items[0]  # the model's queue field, which this module does not name
         item.queue = build_instances(queue_model, queue_columns)[0]
         return item
 
@@ -146,7 +148,7 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         ttl: timedelta,
         max_leases: int,
         release_skip: timedelta,
-    ) -> list[ReviewItem]:
+    ) -> list[_Item]:
         return fetch_instances(
             self.model,
             leases_sql.CLAIM_ITEMS,
@@ -235,7 +237,7 @@ class ReviewItemManager(models.Manager["ReviewItem"]):
         )
 
 
-class DecisionManager(models.Manager["Decision"]):
+class DecisionManager(models.Manager[_Decision]):
     def insert(
         self,
         *,
@@ -252,7 +254,7 @@ class DecisionManager(models.Manager["Decision"]):
         needs_check: bool = False,
         qa_sampled: bool = False,
         commit: bool = False,
-    ) -> Decision:
+    ) -> _Decision:
         """Insert a decision (commit: and end the transaction, see run_together).
 
         A reason that is not an active code of this queue and verdict fails the statement
@@ -300,7 +302,7 @@ class DecisionManager(models.Manager["Decision"]):
         time_zone: str,
         lock_timeout_ms: int,
         statement_timeout_ms: int,
-    ) -> Decision | None:
+    ) -> _Decision | None:
         """The whole decide in one round trip with its COMMIT
         (decisions_sql.CLOSE_AND_RECORD_DECISION); None when one of the statement's conditions
         did not hold, and nothing was written.
@@ -368,15 +370,17 @@ class DecisionManager(models.Manager["Decision"]):
         )
         return rows[0] if rows else None
 
-    def _built(self, result: Result) -> Decision:
-        from queue_app.models import Queue, ReasonCode
-
+    def _built(self, result: Result) -> _Decision:
+        queue_model = cast("type[models.Model]", self.model._meta.get_field("queue").related_model)
+        reason_model = cast(
+            "type[models.Model]", self.model._meta.get_field("reason_code").related_model
+        )
         decision_columns, reason_columns = split_result(result, prefix="reason__")
         decision_columns, queue_columns = split_result(decision_columns, prefix=_QUEUE_PREFIX)
-        decision = build_instances(self.model, decision_columns)[0]
-        decision.reason_code = build_instances(ReasonCode, reason_columns)[0]
+        decision: Any = build_instances(self.model, decision_columns)[0]  # as item above
+        decision.reason_code = build_instances(reason_model, reason_columns)[0]
         if queue_columns[0]:
             # The one-statement decide returns what a Next claim needs of the queue (the rest
             # of its fields deferred): the decision's queue, in its cache.
-            decision.queue = build_instances(Queue, queue_columns)[0]
+            decision.queue = build_instances(queue_model, queue_columns)[0]
         return decision

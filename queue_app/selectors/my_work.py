@@ -11,10 +11,10 @@ from django.utils import timezone
 
 from queue_app.db.runner import fetch_dicts
 from queue_app.db.statements import mywork as mywork_sql
-from queue_app.lanes import Rate
 from queue_app.models import Decision, DecisionStatus, ItemState, ReviewItem
-from queue_app.ops.lanes import interval_text, percent
-from queue_app.services.agreement import Agreement, agreement_of, qa_review_rows
+from queue_app.second_person import Rate
+from queue_app.selectors.agreement import Agreement, agreement_of, qa_review_rows
+from queue_app.selectors.lane_figures import interval_text, percent
 
 WEEK = timedelta(days=7)
 MONTH = timedelta(days=30)
@@ -210,7 +210,8 @@ def my_agreement(*, reviewer_id: int, now: datetime | None = None) -> list[Agree
 
     One read of the QA reviews of their decisions over 30 days (the statement /ops/ reads for
     every reviewer, narrowed to this one), split by when each review was recorded; the
-    figures are those of /ops/ (services.agreement, Wilson intervals from queue_app/lanes.py).
+    figures are those of /ops/ (selectors.agreement, Wilson intervals from
+    queue_app/second_person.py).
     Empty when there is no QA review of their decisions in the window.
     """
     now = now or timezone.now()

@@ -21,7 +21,7 @@ from django.utils.crypto import salted_hmac
 QA_VERDICTS = ("approve", "reject")
 
 # The salt of the QA draw's key (see qa_draw).
-QA_DRAW_SALT = "queue_app.lanes.qa_draw"
+QA_DRAW_SALT = "queue_app.second_person.qa_draw"
 
 
 def qa_draw(*, item_id: int, lease_token: UUID | str) -> int:

@@ -1,4 +1,4 @@
-"""Review Console's data model.
+"""Queues, items, decisions, reasons, effects, the sealed chain, API clients and sessions.
 
 Queue state (ReviewItem.state and the lease columns) is derived working state; decisions are
 the facts. Rules that must hold whatever code writes the rows live in the database: check
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timedelta
+from importlib import import_module
 from typing import Any
 
 from django.conf import settings
@@ -22,7 +23,8 @@ from django.db.models import Q, Value
 
 from queue_app.datetimes import EARLIEST, LATEST, local_text
 from queue_app.jsonutil import ExactDecoder, ExactEncoder
-from queue_app.managers import DecisionManager, ReviewItemManager
+from queue_app.models.managers import DecisionManager, ReviewItemManager
+from queue_app.rules import RuleTest, rule_errors
 
 
 class Verdict(models.TextChoices):
@@ -46,7 +48,7 @@ class ItemState(models.TextChoices):
     # first claim after takes it (leases_sql._CLAIM, candidate set "resumed").
     HELD = "held", "On hold"
     # Decided by a maker whose verdict needs a second person's check before it takes effect
-    # (queue_app/lanes.py); not claimable for review, and no effect job yet.
+    # (queue_app/second_person.py); not claimable for review, and no effect job yet.
     AWAITING_CHECK = "awaiting_check", "Awaiting check"
 
 
@@ -140,7 +142,7 @@ class Queue(models.Model):
         default=timedelta(days=7),
         help_text="The longest a reviewer may put an item on hold in one go.",
     )
-    # Second-person controls (queue_app/lanes.py): the share of effective approve/reject
+    # Second-person controls (queue_app/second_person.py): the share of effective approve/reject
     # decisions drawn for a blind QA review. Maker-checker policies are CheckPolicy rows.
     qa_rate = models.DecimalField(
         "QA sample rate (%)",
@@ -263,13 +265,6 @@ class ReasonCode(models.Model):
         return f"{self.label} ({self.code})"
 
 
-class RuleTest(models.TextChoices):
-    DATE_PAST = "date_past", "is a date in the past"
-    IN_LIST = "in_list", "is one of (comma-separated)"
-    BELOW = "below", "is a number below"
-    ABOVE = "above", "is a number above"
-
-
 class EvidenceRule(models.Model):
     """A queue's warning on one payload field: when the test matches, the item page says so."""
 
@@ -300,8 +295,6 @@ class EvidenceRule(models.Model):
         return f"{self.path} {self.get_test_display()} {self.value}".strip()
 
     def clean(self) -> None:
-        from queue_app.rules import rule_errors
-
         errors = rule_errors(path=self.path, test=self.test, value=self.value)
         if errors:
             raise ValidationError(errors)
@@ -371,7 +364,7 @@ class ReviewItem(models.Model):
         editable=False,
     )
     # The item's files, by name: {name: {"sha256", "content_type", "size"}} (queue_app/
-    # attachments.py). The bytes live content-addressed in the attachments storage; the entries
+    # evidence_files.py). The bytes live content-addressed in the attachments storage; the entries
     # are on the row itself so the fenced close reads them with the row it locks, and the
     # evidence hash covers them (queue_app/evidence.py). Frozen once decided (the trigger
     # item_attachments_frozen).
@@ -393,8 +386,8 @@ class ReviewItem(models.Model):
     subject_key = models.CharField(  # noqa: DJ001
         max_length=200, null=True, blank=True
     )
-    # How many times a checker returned the item's decision (queue_app/lanes.py): each return
-    # opens a new round, and the database allows one review decision per item and round.
+    # How many times a checker returned the item's decision (queue_app/second_person.py): each
+    # return opens a new round, and the database allows one review decision per item and round.
     review_round = models.PositiveIntegerField(default=0, db_default=0)
     # The evidence hash (queue_app/evidence.py) of the evidence the row holds: every writer of
     # evidence stores it (services.intake.store_evidence_hash), and a trigger clears it in any
@@ -627,14 +620,14 @@ class Decision(models.Model):
                 name="decision_evidence_hash_sha256",
             ),
             # One reviewer verdict per item and review round; later changes are overturns. A
-            # round ends only when a checker returns the decision (queue_app/lanes.py).
+            # round ends only when a checker returns the decision (queue_app/second_person.py).
             models.UniqueConstraint(
                 fields=["item", "review_round"],
                 condition=~Q(verdict="overturn"),
                 name="decision_one_per_item",
             ),
             # Target of the composite foreign key that ties a lane task to its decision's
-            # item, queue and maker (queue_app/lanes.py).
+            # item, queue and maker (queue_app/second_person.py).
             models.UniqueConstraint(
                 fields=["id", "item", "queue", "reviewer"], name="decision_id_item_queue_reviewer"
             ),
@@ -738,7 +731,7 @@ class ItemEventKind(models.TextChoices):
     ATTACHMENT_REVEALED = "attachment_revealed", "Sensitive image revealed"
     HELD = "held", "Put on hold"
     RESUMED = "resumed", "Back from hold"
-    # Second-person controls (queue_app/lanes.py).
+    # Second-person controls (queue_app/second_person.py).
     CHECK_CONFIRMED = "check_confirmed", "Check confirmed"
     CHECK_RETURNED = "check_returned", "Check returned"
     QA_REVIEWED = "qa_reviewed", "QA reviewed"
@@ -946,9 +939,9 @@ class ReviewSession(AbstractBaseSession):
 
     @classmethod
     def get_session_store_class(cls) -> type:
-        from queue_app.identity.sessions import SessionStore
-
-        return SessionStore
+        # The configured engine, as Django's session middleware finds it: the store is the
+        # sign-in layer's, and the model layer names no module above it.
+        return import_module(settings.SESSION_ENGINE).SessionStore
 
 
 class SignOnLink(models.Model):
@@ -975,20 +968,3 @@ class SignOnLink(models.Model):
 
     def __str__(self) -> str:
         return f"{self.issuer} {self.subject} → user {self.user_id}"
-
-
-# Access and configuration history (append-only, recorded by triggers): queue_app/access_history.py
-from queue_app import access_history  # noqa: E402, F401
-
-# Second-person controls: maker-checker policies, lane tasks and their outcomes.
-from queue_app.lanes_models import (  # noqa: E402, F401
-    CheckPolicy,
-    LaneKind,
-    LaneOutcome,
-    LaneResult,
-    LaneState,
-    LaneTask,
-)
-
-# One story of an item: each decision's status and the standing outcome (two database views).
-from queue_app.story import DecisionStatus, DecisionStory, ItemStory  # noqa: E402, F401

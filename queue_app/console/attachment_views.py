@@ -23,9 +23,9 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET
 
-from queue_app.attachments import IMAGE_TYPES, download_name
 from queue_app.console.attachment_cards import REVEALED_SESSION_KEY
 from queue_app.console.views import NO_SUCH_ITEM, Refusal, _item_for, console_view, post_only
+from queue_app.evidence_files import IMAGE_TYPES, download_name
 from queue_app.models import LaneKind, LaneTask, ReviewItem
 from queue_app.services import (
     attachment_by_digest,

@@ -11,9 +11,9 @@ from ninja import Path, Router
 from queue_app import services
 from queue_app.api.auth import client_of, require_scope, visible_item
 from queue_app.api.failures import ApiProblem, refusals, responses
-from queue_app.api.render import item_out
+from queue_app.api.payloads import item_out
 from queue_app.api.schemas import ItemId, ItemOut
-from queue_app.attachments import NAME_PATTERN, NAME_RULE
+from queue_app.evidence_files import NAME_PATTERN, NAME_RULE
 from queue_app.models import ApiScope
 
 router = Router(tags=["intake"])

@@ -12,7 +12,7 @@ from ninja.decorators import decorate_view
 from queue_app import errors, services
 from queue_app.api.auth import client_of, find_queue, require_queue, require_scope, visible_item
 from queue_app.api.failures import ApiProblem, limit_body, refusals, responses
-from queue_app.api.render import item_out, subject_item_out
+from queue_app.api.payloads import item_out, subject_item_out
 from queue_app.api.schemas import (
     SUBJECT_LIST_LIMIT,
     EvidenceIn,

@@ -1,8 +1,7 @@
-"""The console's deadlines, holds and subject history.
+"""What the console's pages show of deadlines, holds and the subject's history.
 
-Kept apart from views.py: the item page and home page call in here for their extra context,
-and the hold form posts to item_hold. Same manners as views.py: fetch with permission,
-validate shape, call one service, redirect; the service enforces every rule again.
+Kept apart from views.py: the item page and home page call in here for their extra context;
+the hold form posts to deadline_views.item_hold.
 """
 
 from __future__ import annotations
@@ -11,19 +10,15 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 from django import forms
-from django.contrib import messages
 from django.db.models import Count, F, Q
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect
+from django.http import HttpRequest
 from django.utils import timezone
 
 from queue_app.datetimes import LATEST
-from queue_app.errors import InvalidHoldReason, InvalidHoldTime, StaleLease
 from queue_app.forms import LeaseForm, MomentField
 from queue_app.models import DEADLINE_OPEN_STATES, HoldReason, ItemState, Queue, ReviewItem
 from queue_app.services import (
     deadline_words,
-    hold_item,
     is_breached,
     subject_history,
 )
@@ -131,46 +126,3 @@ def home_deadline_counts(queues: list[Queue], now: datetime) -> None:
         row = by_queue.get(queue.pk, {})
         queue.breached_count = row.get("breached", 0)
         queue.at_risk_count = row.get("at_risk", 0)
-
-
-def item_hold(request: HttpRequest, item_id: int) -> HttpResponse:
-    """Put an item I hold on hold; it comes back by itself at the time I chose."""
-    from queue_app.console.views import _item_for  # the one fetch-with-permission
-
-    item = _item_for(request, item_id)
-    form = HoldForm(request.POST)
-    if not form.is_valid():
-        if "lease_token" in form.errors:
-            messages.error(request, StaleLease.message)
-        else:
-            first = next(iter(form.errors.values()))[0]
-            messages.error(request, f"Not put on hold: {first}")
-        return redirect("item", item_id=item.pk)
-    data = form.cleaned_data
-    try:
-        held = hold_item(
-            item_id=item.pk,
-            reviewer=request.user,
-            lease_token=data["lease_token"],
-            reason_code=data["reason_code"],
-            hold_until=data["hold_until"],
-        )
-    except (StaleLease, InvalidHoldReason, InvalidHoldTime) as exc:
-        messages.error(request, f"Not put on hold: {exc.message}")
-        return redirect("item", item_id=item.pk)
-    until = timezone.localtime(held["hold_until"]).strftime("%Y-%m-%d %H:%M %Z")
-    # A second submission of a hold that went through (a double click, a resent form) is
-    # answered with what the first did (services.hold_item): it may have ended since.
-    if held["hold_ended"]:
-        messages.info(
-            request,
-            f"Item #{item.pk} was put on hold until {until} by your earlier submission; "
-            "that hold has ended since.",
-        )
-        return redirect("home")
-    messages.success(
-        request,
-        f"Item #{item.pk} is on hold until {until}; it comes back to {item.queue.name} by itself "
-        "then, or as soon as its evidence is replaced. Its deadline is paused meanwhile.",
-    )
-    return redirect("home")

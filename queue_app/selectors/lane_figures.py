@@ -1,25 +1,22 @@
-"""Second-person lanes on /ops/, /metrics and doctor: backlogs, ages, return rate, agreement.
+"""Read the second-person lanes' figures for /ops/, /metrics and doctor: backlogs, ages, return
+rate, agreement.
 
 Read once per page or scrape (read_lane_figures): the open tasks per queue and lane (one pass
 over lanetask_open_due_claim), the checks finished in the window (confirmed, returned), and the QA
-agreement per queue and per reviewer (services.agreement).
+agreement per queue and per reviewer (selectors.agreement).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, cast
-
-from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
+from typing import Any
 
 from queue_app.db.runner import fetch_dicts
 from queue_app.db.statements import lanes as lanes_sql
-from queue_app.lanes import Rate
 from queue_app.models import LaneKind
-from queue_app.services.agreement import (
+from queue_app.second_person import Rate
+from queue_app.selectors.agreement import (
     Agreement,
     agreement_by_queue,
     agreement_by_reviewer,
@@ -134,68 +131,3 @@ def reviewer_rows(figures: LaneFigures) -> list[dict[str, Any]]:
         }
         for row in figures.by_reviewer
     ]
-
-
-class LaneCollector(Collector):
-    """Prometheus gauges for the lanes (registered beside the snapshot's, ops/metrics.py)."""
-
-    def __init__(self, figures: LaneFigures) -> None:
-        self.figures = figures
-
-    def collect(self) -> Iterator[Metric]:
-        from queue_app.ops.metrics import PREFIX
-
-        f = self.figures
-
-        def gauge(name: str, doc: str, labels: list[str]) -> GaugeMetricFamily:
-            return GaugeMetricFamily(f"{PREFIX}_{name}", doc, labels=labels)
-
-        lane = ["queue", "lane"]
-        waiting = gauge(
-            "lane_tasks_waiting", "Open second-person tasks (checks, QA, adjudication).", lane
-        )
-        leased = gauge("lane_tasks_leased", "Second-person tasks under a live lease.", lane)
-        oldest = gauge(
-            "lane_oldest_age_seconds", "Age of the lane's oldest open task (0 when none).", lane
-        )
-        for b in f.backlog:
-            waiting.add_metric([b.slug, b.kind], b.open)
-            leased.add_metric([b.slug, b.kind], b.leased)
-            oldest.add_metric(
-                [b.slug, b.kind], b.oldest_age.total_seconds() if b.oldest_age else 0.0
-            )
-        days = f.window.days
-        returned = gauge(
-            "check_return_ratio", f"Share of checks returned, last {days} days.", ["queue"]
-        )
-        for slug, rate in f.returns.items():
-            if rate.value is not None:
-                returned.add_metric([slug], rate.value)
-        reviews = gauge("qa_reviews_window", f"QA reviews in the last {days} days.", ["queue"])
-        agree = gauge(
-            "qa_verdict_agreement_ratio",
-            f"Share of QA reviews agreeing with the verdict, last {days} days.",
-            ["queue"],
-        )
-        low = gauge(
-            "qa_verdict_agreement_wilson_low", "Wilson 95 % lower bound of that share.", ["queue"]
-        )
-        high = gauge(
-            "qa_verdict_agreement_wilson_high", "Wilson 95 % upper bound of that share.", ["queue"]
-        )
-        kappa = gauge(
-            "qa_kappa", f"Cohen's kappa of QA against decisions, last {days} days.", ["queue"]
-        )
-        for row in f.agreement:
-            a: Agreement = row["agreement"]
-            label = [row["slug"]]
-            reviews.add_metric(label, a.verdict.n)
-            if a.verdict.value is not None:
-                agree.add_metric(label, a.verdict.value)
-                # value and interval are None together (no sample): here both are set.
-                lo, hi = cast(tuple[float, float], a.verdict.interval)
-                low.add_metric(label, lo)
-                high.add_metric(label, hi)
-            if a.kappa is not None:
-                kappa.add_metric(label, a.kappa)
-        yield from (waiting, leased, oldest, returned, reviews, agree, low, high, kappa)

@@ -28,8 +28,8 @@ from django.db import models
 from django_otp.plugins.otp_static.models import StaticDevice
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from queue_app.lanes_models import CheckPolicy
-from queue_app.models import ApiClient, HoldReason, Queue, ReasonCode, SignOnLink
+from queue_app.models.lane_tasks import CheckPolicy
+from queue_app.models.review import ApiClient, HoldReason, Queue, ReasonCode, SignOnLink
 
 APP = "queue_app"
 

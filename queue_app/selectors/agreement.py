@@ -1,5 +1,5 @@
 """QA agreement figures: how often a blind second review agrees with the first, per queue and
-per reviewer, with Cohen's kappa per queue and Wilson 95 % intervals (queue_app/lanes.py)."""
+per reviewer, with Cohen's kappa per queue and Wilson 95 % intervals (second_person.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from queue_app.db.runner import fetch_dicts
 from queue_app.db.statements import lanes as lanes_sql
-from queue_app.lanes import Rate, kappa_from_table
+from queue_app.second_person import Rate, kappa_from_table
 
 DEFAULT_WINDOW = timedelta(days=30)
 

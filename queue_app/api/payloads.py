@@ -10,7 +10,7 @@ from django.utils import timezone
 from queue_app import services
 from queue_app.evidence import attachments_of, item_evidence_hash
 from queue_app.models import ApiClient, Decision, DecisionStatus, ItemState, ReviewItem
-from queue_app.story import fresh_status
+from queue_app.models.story import fresh_status
 
 
 def _applied(decision: Decision) -> tuple[str, Any]:

@@ -17,7 +17,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from queue_app.console.attachment_cards import attachment_cards
-from queue_app.console.evidence import evidence_view
+from queue_app.console.evidence_display import evidence_view
 from queue_app.console.views import (
     Refusal,
     _queue_for,
@@ -45,9 +45,9 @@ from queue_app.forms import (
     ReturnForm,
     form_errors,
 )
-from queue_app.lanes import QA_VERDICTS
 from queue_app.models import LaneKind, LaneState, LaneTask, Queue, ReasonCode
 from queue_app.rules import warnings_for
+from queue_app.second_person import QA_VERDICTS
 from queue_app.services import (
     adjudicate,
     claim_lane_task,

@@ -1,6 +1,7 @@
 """Named health checks for the failure modes a review queue is known for.
 
-Each check reads the database (and PostgreSQL's own statistics) and returns a CheckResult:
+Each check reads the database (and PostgreSQL's own statistics) through queue_app.selectors
+and returns a CheckResult:
 a name operators can search for, pass or fail, a one-line summary and the rows that explain
 it. `manage.py doctor` prints them and exits non-zero if any failed, for cron and monitors.
 """
@@ -13,10 +14,10 @@ from datetime import timedelta
 from typing import Any
 
 from queue_app.datetimes import local_text
-from queue_app.db.runner import fetch_dicts
-from queue_app.db.statements import ops as ops_sql
-from queue_app.ops.clocks import read_sla
-from queue_app.ops.figures import (
+from queue_app.selectors import health
+from queue_app.selectors.deadline_figures import read_sla
+from queue_app.selectors.lane_figures import read_lane_figures
+from queue_app.selectors.queue_figures import (
     BLOCKED_SHOWN,
     LEASE_LEAK_RATIO,
     QueueFigures,
@@ -57,7 +58,7 @@ class CheckResult:
 
 def check_double_lease(t: Thresholds) -> CheckResult:
     """DOUBLE_LEASE: nobody holds two live leases in one queue (the claim's invariant)."""
-    rows = fetch_dicts(ops_sql.DOUBLE_LEASES, {})
+    rows = health.double_leases()
     if not rows:
         return CheckResult("DOUBLE_LEASE", True, "No reviewer holds two live leases in a queue.")
     return CheckResult(
@@ -107,7 +108,7 @@ def check_starvation(t: Thresholds, figures: list[QueueFigures]) -> CheckResult:
     ]
     if not stale:
         return CheckResult("STARVATION", True, f"No item has waited over {t.starvation}.")
-    active = fetch_dicts(ops_sql.REVIEWERS_ACTIVE, {"active_within": t.active_within})[0]["active"]
+    active = health.reviewers_active(active_within=t.active_within)
     if not active:
         # A backlog nobody is working (a night, a holiday) is staffing, not starvation.
         return CheckResult(
@@ -132,7 +133,7 @@ def check_starvation(t: Thresholds, figures: list[QueueFigures]) -> CheckResult:
 def check_lock_contention(t: Thresholds) -> CheckResult:
     """LOCK_CONTENTION: no long transaction or lock wait touches the queue tables."""
     problems = []
-    for row in fetch_dicts(ops_sql.QUEUE_TABLE_LOCKS, {}):
+    for row in health.queue_table_locks():
         waiting = bool(row["blocked_by"]) and row["state_seconds"] >= t.lock_wait.total_seconds()
         long = (
             row["xact_seconds"] is not None
@@ -166,7 +167,7 @@ def check_unapplied(t: Thresholds, figures: list[QueueFigures]) -> CheckResult:
     slugs = {f.id: f.slug for f in figures}
     late = [
         {"queue": slugs.get(row["queue_id"], row["queue_id"]), **row}
-        for row in fetch_dicts(ops_sql.APPLY_STATE, {"overdue_after": threshold})
+        for row in health.apply_state(overdue_after=threshold)
         if row["overdue"]
     ]
     if not late:
@@ -184,7 +185,7 @@ def check_unapplied(t: Thresholds, figures: list[QueueFigures]) -> CheckResult:
 
 def check_blocked_effects(t: Thresholds) -> CheckResult:
     """BLOCKED_EFFECTS: no item's effects wait behind a dead effect job."""
-    rows = fetch_dicts(ops_sql.BLOCKED_EFFECTS, {"limit": BLOCKED_SHOWN})
+    rows = health.blocked_effects(limit=BLOCKED_SHOWN)
     if not rows:
         return CheckResult(
             "BLOCKED_EFFECTS", True, "No item's effects wait behind a dead effect job."
@@ -212,7 +213,7 @@ def check_bloat(t: Thresholds) -> CheckResult:
     """BLOAT: autovacuum keeps up with the dead tuples the claim and decide updates leave."""
     bloated = [
         row
-        for row in fetch_dicts(ops_sql.TABLE_BLOAT, {})
+        for row in health.table_bloat()
         if row["n_dead_tup"] >= t.bloat_min_dead
         and row["n_dead_tup"] >= t.bloat_dead_ratio * max(row["n_live_tup"], 1)
     ]
@@ -237,8 +238,6 @@ def check_bloat(t: Thresholds) -> CheckResult:
 
 def check_lane_backlog(t: Thresholds) -> CheckResult:
     """LANE_BACKLOG: no second-person lane's oldest task is older than the threshold."""
-    from queue_app.ops.lanes import read_lane_figures
-
     old = [
         b
         for b in read_lane_figures().backlog
@@ -329,7 +328,7 @@ def check_sla_breach(t: Thresholds) -> CheckResult:
 def check_unsealed(t: Thresholds) -> CheckResult:
     """UNSEALED: every committed decision and second-person outcome is sealed within the
     threshold (a checkpoint covers only what is sealed)."""
-    [row] = fetch_dicts(ops_sql.SEALING_BACKLOG, {})
+    row = health.sealing_backlog()
     late = [
         {"entries": kind, "waiting": row[kind], "oldest": row[oldest]}
         for kind, oldest in (("decisions", "oldest_decision"), ("outcomes", "oldest_outcome"))

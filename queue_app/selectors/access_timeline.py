@@ -1,4 +1,4 @@
-"""Read the access and configuration history (recorded by triggers, queue_app/access_history.py).
+"""Read the access and configuration history (recorded by triggers, models/access_history.py).
 
 One timeline across every event table (pghistory's Events), filtered by the user a change was
 about (or made by), the queue it concerns, and dates. A queue's history includes the group
@@ -19,9 +19,9 @@ from django.db.models import Q, QuerySet, TextField
 from django.db.models.functions import Cast
 from pghistory.models import Events
 
-from queue_app.access_history import EVENT_MODELS, QueueReviewerGroupEvent
 from queue_app.jsonutil import stored_loads
 from queue_app.models import ApiClient, Queue
+from queue_app.models.access_history import EVENT_MODELS, QueueReviewerGroupEvent
 
 DATABASE = "database"
 SIGN_ON = "single sign-on"
