@@ -202,7 +202,7 @@ def home(request: HttpRequest) -> HttpResponse:
             | Q(state=ItemState.HELD, hold_until__lte=now),  # back from hold, not yet claimed
             queue_id__in=[q.pk for q in queues],
         )
-        # Hand-off (issue 14): an escalation this user may not take is not waiting for them.
+        # Hand-off: an escalation this user may not take is not waiting for them.
         .exclude(excluded_reviewer_ids__contains=[request.user.pk])
         .order_by()
         .values("queue_id")
@@ -227,7 +227,7 @@ def home(request: HttpRequest) -> HttpResponse:
         queue.waiting_count = row.get("waiting", 0)
         queue.oldest_pending = row.get("oldest")
         queue.my_lease = by_queue.get(queue.pk)
-    home_deadline_counts(queues, now)  # breached / due soon per queue (issue 15)
+    home_deadline_counts(queues, now)  # breached / due soon per queue
     return render(
         request,
         "console/home.html",

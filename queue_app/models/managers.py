@@ -192,7 +192,7 @@ class ReviewItemManager(models.Manager[_Item]):
     def escalate_abandoned(self, *, limit: int) -> list[dict[str, Any]]:
         return fetch_dicts(leases_sql.ESCALATE_ABANDONED, {"limit": limit})
 
-    # -- holds and the subject's history (issue 15) --
+    # -- holds and the subject's history --
 
     def hold(
         self,

@@ -337,7 +337,7 @@ class ReviewItem(models.Model):
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="escalations"
     )
     # The escalate verdict this item was opened for: one item per decision, whatever retries.
-    # Migration 0006 also ties it to escalated_from (the decision is on the item escalated).
+    # A constraint also ties it to escalated_from (the decision is on the item escalated).
     escalated_by_decision = models.OneToOneField(
         "Decision",
         null=True,

@@ -234,7 +234,7 @@ def four_eyes_refusal(*, decision: Decision, user: User) -> str | None:
 
     Nobody who authored any decision on the item (the original verdict or any overturn) may
     write an overturn on it, and an API client's decisions count as its creator's. The
-    database's insert trigger enforces the same rule (migration 0007); this says it clearly.
+    database's insert trigger (decision_chain) enforces the same rule; this says it clearly.
     """
     mine = (
         ApiClient.objects.filter(user_id=signed_in_id(user))
@@ -282,8 +282,9 @@ def overturn_decision(
     note: str = "",
 ) -> Decision:
     """Supersede a standing decision with an overturn row (never an edit)."""
-    # Asked here to refuse before any work; the insert's trigger asks again (migration 0023),
-    # since has_perm's answer is cached on the user object for the whole request.
+    # Asked here to refuse before any work; the insert's trigger asks again
+    # (decision_overturn_permission), since has_perm's answer is cached on the user object for
+    # the whole request.
     if not admin.is_authenticated or not admin.has_perm("queue_app.can_overturn"):
         raise NotPermitted(NO_OVERTURN_PERMISSION)
     if corrected_verdict not in CORRECTED_VERDICTS:
@@ -350,15 +351,17 @@ def overturn_decision(
                 raise AlreadySuperseded(
                     already_overturned_refusal(current) if current else None
                 ) from None
-            if "unconfirmed" in str(exc):  # migration 0011's trigger, had a check raced
+            if "unconfirmed" in str(exc):  # decision_round's refusal, had a check raced
                 raise InvalidVerdict(UNCONFIRMED_OVERTURN) from None
             if "four eyes" in str(exc):  # the trigger's verdict, had the check above raced
                 raise NotPermitted("Four eyes: someone else must overturn this item.") from None
-            if is_handoff_violation(exc):  # migration 0015's trigger
+            if is_handoff_violation(exc):  # the decision_handoff trigger
                 raise NotPermitted(HANDOFF_REFUSAL) from None
             if "separation:" in str(exc):  # decision_separation: one person, one part
                 raise NotPermitted(separation_refusal(exc)) from None
-            if "overturn permission:" in str(exc):  # migration 0023's, had a revocation raced
+            if "overturn permission:" in str(
+                exc
+            ):  # decision_overturn_permission, had a revocation raced
                 raise NotPermitted(NO_OVERTURN_PERMISSION) from None
             raise
     logger.info(
@@ -444,7 +447,7 @@ def unconfirmed_check_refusal(*, decision_id: int) -> str | None:
     """Why a decision cannot be overturned because of its check, or None.
 
     An unconfirmed decision (its check open, or returned) has no effect yet; a checker
-    returns it. The database refuses the same (migration 0011, decision_round).
+    returns it. The database refuses the same (the decision_round trigger).
     """
     task = (
         LaneTask.objects.filter(decision_id=decision_id, kind=LaneKind.CHECK)

@@ -9,8 +9,8 @@ page puts in the form.
 
 Nothing is locked while hashing. The write compares the subject, payload and attachments with
 the text that was hashed and skips any row that changed in between (or gained a hash, or was
-decided); a change after it clears the hash again (the trigger of migration 0024). Each batch
-commits on its own, so a run can be stopped and run again.
+decided); a change after it clears the hash again (the item_evidence_hash_cleared trigger).
+Each batch commits on its own, so a run can be stopped and run again.
 """
 
 from __future__ import annotations

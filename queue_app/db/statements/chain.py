@@ -81,7 +81,7 @@ CHAIN_LINK_AT = "SELECT chain_hash, id FROM queue_app_decision WHERE chain_seq =
 BATCH_AT = "SELECT batch_hash, size FROM queue_app_chainbatch WHERE seq = %(seq)s"
 
 # -- sealing -------------------------------------------------------------------------------------
-# Decisions commit without a chain lock (migration 0010); the sealer places them afterwards.
+# Decisions commit without a chain lock; the sealer places them afterwards.
 
 # One sealer at a time, anywhere: the others skip this round instead of waiting (the lock is
 # the transaction's; a sealer that dies releases it with its connection).

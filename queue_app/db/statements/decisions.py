@@ -56,8 +56,8 @@ RETURNING i.id, i.queue_id, i.subject, i.payload, i.attachments,
 # Failing rather than inserting nothing lets the service send the COMMIT along with this
 # statement. The chain hash and sequence are filled by the
 # insert trigger, and so is reviewer_username (the reviewer's username now, in this same
-# statement, whatever the writer sends: migration 0007), as is the four-eyes check of an
-# overturn. The apply workers' wake-up follows the COMMIT (WAKE_APPLY_WORKERS, migration 0019).
+# statement, whatever the writer sends), as is the four-eyes check of an
+# overturn. The apply workers' wake-up follows the COMMIT (WAKE_APPLY_WORKERS).
 # {source} is a CTE named src with one row, or none, of: item_id, queue_id, needs_check,
 # qa_sampled, due_at (the deadline a check carries, NULL otherwise). No row: nothing is written.
 # {returning}: more of src's columns to return.

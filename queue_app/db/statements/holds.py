@@ -12,7 +12,7 @@ PURPOSE = {
     ),
 }
 
-# -- deadlines, holds and the subject's history (issue 15) ---------------------------------------
+# -- deadlines, holds and the subject's history ------------------------------------------------
 # The deadline rule: the clock pauses while an item is held. HOLD_ITEM pushes due_at back by the
 # whole hold (hold_until - now) when the hold starts, so a held item's due_at is already the
 # deadline it will have when it comes back, and the claim that takes it back touches nothing.

@@ -107,7 +107,7 @@ _QUEUE_OF_PAGE_ITEM = (
 )
 
 # Decisions oldest first, as the history table lists them, each with the name of who recorded
-# it when it predates reviewer_username (migration 0007): later decisions carry the name as it
+# it when it predates reviewer_username: later decisions carry the name as it
 # was when they were made, and need no join. The name only (reviewer__*), never the rest of
 # the user's row (the password hash, above all). Each with its status from the item's one story
 # (queue_app_decisionstatus), so a returned decision is never shown as if it stood.

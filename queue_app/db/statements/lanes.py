@@ -242,7 +242,7 @@ _NO_REASON = "NULL::bigint"
 # verdict exactly once), the item decided, the QA task if the decision was drawn for QA, and
 # the audit event, in one statement. The service has verified the evidence under LOCK_LANE_TASK.
 # The item's decided_at becomes the confirmation's time: its outcome is final only now, and its
-# deadline ran until now (migration 0021; the maker's time stays on the decision row).
+# deadline ran until now (the maker's time stays on the decision row).
 CONFIRM_CHECK = _FINISH.format(
     reason=_NO_REASON,
     more="""

@@ -78,14 +78,15 @@ RETURNING {returning}
 # three either way, so nothing changes but the work.
 # The claimed/reclaimed events (and a resumed event for a hold that ended) are written in the
 # same statement (one round trip).
-# Holds (issue 15): a held row is in no index but item_held_until, so no claim can take it
+# Holds: a held row is in no index but item_held_until, so no claim can take it
 # before hold_until; the first claim after it takes it, with no sweeper, exactly as an expired
 # lease is found. Its deadline was already pushed back by the whole hold when it was put on
 # hold (HOLD_ITEM), so nothing here touches due_at; the hold columns are cleared with the stamp.
-# Hand-off (issue 14): each candidate set passes over items whose excluded_reviewer_ids name
+# Hand-off: each candidate set passes over items whose excluded_reviewer_ids name
 # the claimer (they decided earlier in the item's escalation chain, or abandoned it before it
 # was moved), so the item goes to a second person; `<> ALL` of the empty list (every item
-# that is not an escalation) is true. A trigger refuses such a lease anyway (migration 0015).
+# that is not an escalation) is true. A trigger refuses such a lease anyway
+# (reviewitem_handoff_guard).
 _CLAIM = """
 WITH gate AS MATERIALIZED (
     SELECT {gate} AS allowed
@@ -267,7 +268,7 @@ SELECT id FROM released
 # live lease) to their queue's escalation queue, at higher priority, lease cleared. A late
 # submit on the old token then fails the fenced close. SKIP LOCKED: an item a claimer is
 # stamping right now is left for the next sweep rather than waited on.
-# Hand-off (issue 14): everyone who held the item (its claimed/reclaimed events, through the
+# Hand-off: everyone who held the item (its claimed/reclaimed events, through the
 # item foreign key's index) joins its excluded_reviewer_ids, so none of them gets it again in
 # the escalation queue; the event names them for the item page.
 ESCALATE_ABANDONED = """

@@ -243,12 +243,12 @@ SELECT relname::text AS table_name, n_live_tup, n_dead_tup, last_autovacuum, las
  ORDER BY n_dead_tup DESC
 """
 
-# -- deadlines and holds (issue 15) ---------------------------------------------------------------
+# -- deadlines and holds ------------------------------------------------------------------------
 
 # Open work against its deadline, and holds, per queue. Two halves, each on its own partial
 # index: deadlines of open items (item_open_work_due: pending, leased, held, or decided but awaiting
 # its check, with a due_at) and holds (item_held_until). An item's deadline runs until its
-# outcome is final, so a check left waiting counts (migration 0021); breached_checks says how
+# outcome is final, so a check left waiting counts; breached_checks says how
 # many of the breached are waiting for a checker rather than a reviewer. Breached: due_at
 # passed. At risk: due within the queue's sla_warning. On hold: held and not yet due back; due
 # back: held, time come, not yet claimed (the next claim takes it). Decided history is never read.

@@ -19,7 +19,7 @@ PURPOSE = {
 # transaction of its own once the one that queued the jobs has committed
 # (runner.wake_apply_workers_after_commit), never inside it: PostgreSQL holds one
 # cluster-wide lock from a notifying transaction's commit until its commit record is flushed,
-# which would make every decision in every queue commit one at a time (migration 0019). A
+# which would make every decision in every queue commit one at a time. A
 # transaction that only notifies writes no WAL of its own, so it commits without a flush.
 WAKE_APPLY_WORKERS = "SELECT pg_notify('queue_app_effect_jobs', '')"
 
