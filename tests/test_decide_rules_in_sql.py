@@ -25,8 +25,7 @@ from queue_app.errors import (
     WarningsNotSeen,
 )
 from queue_app.jsonutil import exact_dumps
-from queue_app.lanes_models import CheckPolicy
-from queue_app.models import Decision, EvidenceRule, ReviewItem, RuleTest
+from queue_app.models import CheckPolicy, Decision, EvidenceRule, ReviewItem, RuleTest
 from queue_app.rules import warnings_for
 from queue_app.services import claim_next, create_item, release_lease, submit_decision
 from queue_app.services.decisions import check_needed
