@@ -639,7 +639,7 @@ WITH awaiting AS (
  RETURNING *
 ), job AS (
     -- A decision that needs a check gets its effect job only when a checker confirms it
-    -- (sql_lanes.CONFIRM_CHECK).
+    -- (lanes_sql.CONFIRM_CHECK).
     INSERT INTO queue_app_effectjob
            (decision_id, queue_id, created_at, attempts, next_attempt_at, last_error, dead)
     SELECT decision.id, decision.queue_id, now(), 0, now(), '', false
@@ -726,7 +726,7 @@ WITH src AS (
  RETURNING *
 ), job AS (
     -- A decision that needs a check gets its effect job only when a checker confirms it
-    -- (sql_lanes.CONFIRM_CHECK).
+    -- (lanes_sql.CONFIRM_CHECK).
     INSERT INTO queue_app_effectjob
            (decision_id, queue_id, created_at, attempts, next_attempt_at, last_error, dead)
     SELECT decision.id, decision.queue_id, now(), 0, now(), '', false

@@ -76,7 +76,7 @@ WITH {source}, decision AS (
  RETURNING *
 ), job AS (
     -- A decision that needs a check gets its effect job only when a checker confirms it
-    -- (sql_lanes.CONFIRM_CHECK).
+    -- (lanes_sql.CONFIRM_CHECK).
     INSERT INTO queue_app_effectjob
            (decision_id, queue_id, created_at, attempts, next_attempt_at, last_error, dead)
     SELECT decision.id, decision.queue_id, now(), 0, now(), '', false
