@@ -42,8 +42,13 @@ def _checkers(group, n: int) -> list[User]:
 
 @pytest.mark.slow
 def test_16_checkers_over_2000_waiting_checks_never_share_one(
-    checked_queue, alice, reviewers_group
+    checked_queue, alice, reviewers_group, settings
 ):
+    # What is proven here is exclusivity, not latency. A claimer whose snapshot still saw a
+    # task open locks it, finds it taken on the recheck, and holds that lock until its COMMIT;
+    # sixteen threads of one process on two busy cores can be descheduled for longer than the
+    # default lock timeout in between, and a confirm waiting on it would fail the run.
+    settings.REVIEW_LOCK_TIMEOUT_MS = settings.REVIEW_STATEMENT_TIMEOUT_MS = 60_000
     bulk_checks(checked_queue, alice, 2000)
     checkers = _checkers(reviewers_group, 16)
 
