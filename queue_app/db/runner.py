@@ -328,6 +328,15 @@ def build_instances(model: type[M], result: Result) -> list[M]:
     return instances
 
 
+def prefixed_columns(model: type[models.Model], *, alias: str, prefix: str) -> str:
+    """The model's columns from the table aliased alias, each named prefix + column: the
+    select list split_result takes apart again."""
+    return ", ".join(
+        f'{alias}."{field.column}" AS "{prefix}{field.column}"'
+        for field in model._meta.concrete_fields
+    )
+
+
 def split_result(result: Result, *, prefix: str) -> tuple[Result, Result]:
     """Split a statement's (column names, rows) into the columns without the prefix and those
     with it (the prefix removed): a row and the related row a join returned beside it."""

@@ -20,6 +20,7 @@ from queue_app.db.runner import (
     build_instances,
     fetch_dicts,
     fetch_instances,
+    prefixed_columns,
     prepared_result,
     run_together,
     split_result,
@@ -42,10 +43,7 @@ _QUEUE_PREFIX = "queue__"
 @cache
 def _item_with_queue_statement(queue_model: type[models.Model]) -> str:
     """items_sql.ITEM_WITH_QUEUE_AND_ACCESS with the queue's columns, as the model has them."""
-    columns = ", ".join(
-        f'q."{field.column}" AS "{_QUEUE_PREFIX}{field.column}"'
-        for field in queue_model._meta.concrete_fields
-    )
+    columns = prefixed_columns(queue_model, alias="q", prefix=_QUEUE_PREFIX)
     return items_sql.ITEM_WITH_QUEUE_AND_ACCESS.format(queue_columns=columns)
 
 

@@ -16,6 +16,7 @@ from django.db import models
 from queue_app.db.runner import (
     build_instances,
     fetch_prepared_instances,
+    prefixed_columns,
     prepared_result,
     split_result,
 )
@@ -27,10 +28,7 @@ _USER_PREFIX = "user__"
 @cache
 def _session_with_user_statement(user_model: type[models.Model]) -> str:
     """identity_sql.SESSION_WITH_USER with the user's columns, as the model has them."""
-    columns = ", ".join(
-        f'u."{field.column}" AS "{_USER_PREFIX}{field.column}"'
-        for field in user_model._meta.concrete_fields
-    )
+    columns = prefixed_columns(user_model, alias="u", prefix=_USER_PREFIX)
     return identity_sql.SESSION_WITH_USER.format(user_columns=columns)
 
 
