@@ -22,25 +22,42 @@ from queue_app.jsonutil import exact_dumps, stored_loads
 
 
 def canonical_evidence(
-    *, subject: str, payload: Any, attachments: dict[str, Any] | None = None
+    *,
+    subject: str,
+    payload: Any,
+    attachments: dict[str, Any] | None = None,
+    suggestion: dict[str, Any] | None = None,
 ) -> str:
     """Return the canonical serialisation of what the item page renders."""
     evidence: dict[str, Any] = {"subject": subject, "payload": payload}
     if attachments:
         evidence["attachments"] = attachments
+    if suggestion is not None:
+        evidence["suggestion"] = suggestion
     return exact_dumps(evidence, sort_keys=True, decimals_as_strings=True)
 
 
-def evidence_hash(*, subject: str, payload: Any, attachments: dict[str, Any] | None = None) -> str:
+def evidence_hash(
+    *,
+    subject: str,
+    payload: Any,
+    attachments: dict[str, Any] | None = None,
+    suggestion: dict[str, Any] | None = None,
+) -> str:
     """Return the sha256 hex digest of the canonical evidence."""
-    canonical = canonical_evidence(subject=subject, payload=payload, attachments=attachments)
+    canonical = canonical_evidence(
+        subject=subject, payload=payload, attachments=attachments, suggestion=suggestion
+    )
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def item_evidence_hash(item: Any) -> str:
     """Return the evidence hash of an item (a ReviewItem) as loaded."""
     return evidence_hash(
-        subject=item.subject, payload=item.payload, attachments=attachments_of(item.attachments)
+        subject=item.subject,
+        payload=item.payload,
+        attachments=attachments_of(item.attachments),
+        suggestion=item.suggestion,
     )
 
 
@@ -56,6 +73,7 @@ def row_evidence_hash(row: dict[str, Any]) -> str:
         subject=row["subject"],
         payload=row_payload(row["payload"]),
         attachments=attachments_of(row["attachments"]),
+        suggestion=row_payload(row.get("suggestion")),
     )
 
 

@@ -94,9 +94,19 @@ CREATE OR REPLACE FUNCTION public.queue_app_check_needed(p_queue_id bigint, p_ve
  LANGUAGE sql
  STABLE
 AS $function$
+  SELECT queue_app_check_needed(p_queue_id, p_verdict, p_payload, false)
+$function$;
+
+-- function queue_app_check_needed
+CREATE OR REPLACE FUNCTION public.queue_app_check_needed(p_queue_id bigint, p_verdict text, p_payload jsonb, p_automatic boolean)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+AS $function$
   SELECT EXISTS (
     SELECT 1 FROM queue_app_checkpolicy AS p
      WHERE p.queue_id = p_queue_id AND p.verdict = p_verdict
+       AND (p_automatic OR NOT p.machine_only)
        AND (p.path = ''
             OR NOT coalesce(
                  queue_app_payload_number(queue_app_payload_at(p_payload, p.path)) < p.threshold,
@@ -115,10 +125,18 @@ AS $function$
                    d.reason_code_id, d.evidence_hash, md5(d.note), d.supersedes_id,
                    d.corrected_verdict, d.lease_token,
                    to_char(d.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'))
-    ELSE concat_ws('|', 'v2', concat_ws('|', d.chain_seq, d.id, d.item_id, d.queue_id, d.reviewer_id, d.verdict,
+    -- No suggestion: exactly what 0007 hashed.
+    WHEN d.suggestion_view IS NULL THEN concat_ws('|', 'v2', concat_ws('|', d.chain_seq, d.id, d.item_id, d.queue_id, d.reviewer_id, d.verdict,
                    d.reason_code_id, d.evidence_hash, md5(d.note), d.supersedes_id,
                    d.corrected_verdict, d.lease_token,
                    to_char(d.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')), md5(d.reviewer_username))
+    ELSE concat_ws('|', 'v3', concat_ws('|', d.chain_seq, d.id, d.item_id, d.queue_id, d.reviewer_id, d.verdict,
+                   d.reason_code_id, d.evidence_hash, md5(d.note), d.supersedes_id,
+                   d.corrected_verdict, d.lease_token,
+                   to_char(d.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')), md5(d.reviewer_username),
+                   d.suggestion_view,
+                   coalesce(to_char(d.suggestion_shown_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '-'),
+                   d.suggestion_followed::text)
   END
 $function$;
 
@@ -954,6 +972,124 @@ CREATE TRIGGER applieddecision_append_only BEFORE DELETE OR UPDATE ON public.que
 -- trigger applieddecision_no_truncate
 CREATE TRIGGER applieddecision_no_truncate BEFORE TRUNCATE ON public.queue_app_applieddecision FOR EACH STATEMENT EXECUTE FUNCTION queue_app_refuse_rewrite();
 
+-- === queue_app_automationswitch =====================================================================
+-- constraint automationswitch_one_row
+ALTER TABLE queue_app_automationswitch ADD CONSTRAINT automationswitch_one_row
+    CHECK ((id = 1));
+
+-- constraint queue_app_automationswitch_id_check
+ALTER TABLE queue_app_automationswitch ADD CONSTRAINT queue_app_automationswitch_id_check
+    CHECK ((id >= 0));
+
+-- trigger automationswitch_kept
+CREATE TRIGGER automationswitch_kept BEFORE DELETE ON public.queue_app_automationswitch FOR EACH ROW EXECUTE FUNCTION queue_app_refuse_rewrite();
+
+-- trigger pgtrigger_changed_update_77557
+CREATE TRIGGER pgtrigger_changed_update_77557 AFTER UPDATE ON public.queue_app_automationswitch FOR EACH ROW WHEN ((old.stopped_at IS DISTINCT FROM new.stopped_at)) EXECUTE FUNCTION pgtrigger_changed_update_77557();
+
+-- trigger pgtrigger_created_insert_8997b
+CREATE TRIGGER pgtrigger_created_insert_8997b AFTER INSERT ON public.queue_app_automationswitch FOR EACH ROW EXECUTE FUNCTION pgtrigger_created_insert_8997b();
+
+-- trigger pgtrigger_deleted_delete_0f0e9
+CREATE TRIGGER pgtrigger_deleted_delete_0f0e9 AFTER DELETE ON public.queue_app_automationswitch FOR EACH ROW EXECUTE FUNCTION pgtrigger_deleted_delete_0f0e9();
+
+-- function pgtrigger_changed_update_77557
+CREATE OR REPLACE FUNCTION public.pgtrigger_changed_update_77557()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+
+                BEGIN
+                    IF ("public"._pgtrigger_should_ignore(TG_NAME) IS TRUE) THEN
+                        IF (TG_OP = 'DELETE') THEN
+                            RETURN OLD;
+                        ELSE
+                            RETURN NEW;
+                        END IF;
+                    END IF;
+                    INSERT INTO "queue_app_automationswitchevent" ("pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "stopped_at") VALUES (COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'changed', NEW."id", NEW."stopped_at"); RETURN NULL;
+                END;
+            $function$;
+
+-- function pgtrigger_created_insert_8997b
+CREATE OR REPLACE FUNCTION public.pgtrigger_created_insert_8997b()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+
+                BEGIN
+                    IF ("public"._pgtrigger_should_ignore(TG_NAME) IS TRUE) THEN
+                        IF (TG_OP = 'DELETE') THEN
+                            RETURN OLD;
+                        ELSE
+                            RETURN NEW;
+                        END IF;
+                    END IF;
+                    INSERT INTO "queue_app_automationswitchevent" ("pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "stopped_at") VALUES (COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'created', NEW."id", NEW."stopped_at"); RETURN NULL;
+                END;
+            $function$;
+
+-- function pgtrigger_deleted_delete_0f0e9
+CREATE OR REPLACE FUNCTION public.pgtrigger_deleted_delete_0f0e9()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+
+                BEGIN
+                    IF ("public"._pgtrigger_should_ignore(TG_NAME) IS TRUE) THEN
+                        IF (TG_OP = 'DELETE') THEN
+                            RETURN OLD;
+                        ELSE
+                            RETURN NEW;
+                        END IF;
+                    END IF;
+                    INSERT INTO "queue_app_automationswitchevent" ("pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "stopped_at") VALUES (COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'deleted', OLD."id", OLD."stopped_at"); RETURN NULL;
+                END;
+            $function$;
+
+-- === queue_app_automationswitchevent ================================================================
+-- trigger pgtrigger_append_only_9ff88
+CREATE TRIGGER pgtrigger_append_only_9ff88 BEFORE DELETE OR UPDATE ON public.queue_app_automationswitchevent FOR EACH ROW EXECUTE FUNCTION pgtrigger_append_only_9ff88();
+
+-- trigger pgtrigger_no_truncate_a2b70
+CREATE TRIGGER pgtrigger_no_truncate_a2b70 BEFORE TRUNCATE ON public.queue_app_automationswitchevent FOR EACH STATEMENT EXECUTE FUNCTION pgtrigger_no_truncate_a2b70();
+
+-- function pgtrigger_append_only_9ff88
+CREATE OR REPLACE FUNCTION public.pgtrigger_append_only_9ff88()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+
+                BEGIN
+                    IF ("public"._pgtrigger_should_ignore(TG_NAME) IS TRUE) THEN
+                        IF (TG_OP = 'DELETE') THEN
+                            RETURN OLD;
+                        ELSE
+                            RETURN NEW;
+                        END IF;
+                    END IF;
+                    RAISE EXCEPTION 'pgtrigger: Cannot update or delete rows from % table', TG_TABLE_NAME;
+                END;
+            $function$;
+
+-- function pgtrigger_no_truncate_a2b70
+CREATE OR REPLACE FUNCTION public.pgtrigger_no_truncate_a2b70()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+
+                BEGIN
+                    IF ("public"._pgtrigger_should_ignore(TG_NAME) IS TRUE) THEN
+                        IF (TG_OP = 'DELETE') THEN
+                            RETURN OLD;
+                        ELSE
+                            RETURN NEW;
+                        END IF;
+                    END IF;
+                    RAISE EXCEPTION '% is append-only: % refused', TG_TABLE_NAME, TG_OP USING ERRCODE = 'restrict_violation';
+                END;
+            $function$;
+
 -- === queue_app_chainbatch ===========================================================================
 -- constraint queue_app_chainbatch_batch_hash_key
 ALTER TABLE queue_app_chainbatch ADD CONSTRAINT queue_app_chainbatch_batch_hash_key
@@ -999,7 +1135,7 @@ ALTER TABLE queue_app_checkpolicy ADD CONSTRAINT checkpolicy_path_and_threshold
 
 -- constraint checkpolicy_unique_per_path
 ALTER TABLE queue_app_checkpolicy ADD CONSTRAINT checkpolicy_unique_per_path
-    UNIQUE (queue_id, verdict, path);
+    UNIQUE (queue_id, verdict, path, machine_only);
 
 -- constraint checkpolicy_verdict_valid
 ALTER TABLE queue_app_checkpolicy ADD CONSTRAINT checkpolicy_verdict_valid
@@ -1010,7 +1146,7 @@ ALTER TABLE queue_app_checkpolicy ADD CONSTRAINT queue_app_checkpolicy_queue_id_
     FOREIGN KEY (queue_id) REFERENCES queue_app_queue(id) DEFERRABLE INITIALLY DEFERRED;
 
 -- trigger pgtrigger_changed_update_2bfb7
-CREATE TRIGGER pgtrigger_changed_update_2bfb7 AFTER UPDATE ON public.queue_app_checkpolicy FOR EACH ROW WHEN ((((old.path)::text IS DISTINCT FROM (new.path)::text) OR (old.queue_id IS DISTINCT FROM new.queue_id) OR (old.threshold IS DISTINCT FROM new.threshold) OR ((old.verdict)::text IS DISTINCT FROM (new.verdict)::text))) EXECUTE FUNCTION pgtrigger_changed_update_2bfb7();
+CREATE TRIGGER pgtrigger_changed_update_2bfb7 AFTER UPDATE ON public.queue_app_checkpolicy FOR EACH ROW WHEN (((old.machine_only IS DISTINCT FROM new.machine_only) OR ((old.path)::text IS DISTINCT FROM (new.path)::text) OR (old.queue_id IS DISTINCT FROM new.queue_id) OR (old.threshold IS DISTINCT FROM new.threshold) OR ((old.verdict)::text IS DISTINCT FROM (new.verdict)::text))) EXECUTE FUNCTION pgtrigger_changed_update_2bfb7();
 
 -- trigger pgtrigger_created_insert_21d3c
 CREATE TRIGGER pgtrigger_created_insert_21d3c AFTER INSERT ON public.queue_app_checkpolicy FOR EACH ROW EXECUTE FUNCTION pgtrigger_created_insert_21d3c();
@@ -1032,7 +1168,7 @@ AS $function$
                             RETURN NEW;
                         END IF;
                     END IF;
-                    INSERT INTO "queue_app_checkpolicyevent" ("path", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "queue_id", "threshold", "verdict") VALUES (NEW."path", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'changed', NEW."id", NEW."queue_id", NEW."threshold", NEW."verdict"); RETURN NULL;
+                    INSERT INTO "queue_app_checkpolicyevent" ("machine_only", "path", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "queue_id", "threshold", "verdict") VALUES (NEW."machine_only", NEW."path", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'changed', NEW."id", NEW."queue_id", NEW."threshold", NEW."verdict"); RETURN NULL;
                 END;
             $function$;
 
@@ -1050,7 +1186,7 @@ AS $function$
                             RETURN NEW;
                         END IF;
                     END IF;
-                    INSERT INTO "queue_app_checkpolicyevent" ("path", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "queue_id", "threshold", "verdict") VALUES (NEW."path", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'created', NEW."id", NEW."queue_id", NEW."threshold", NEW."verdict"); RETURN NULL;
+                    INSERT INTO "queue_app_checkpolicyevent" ("machine_only", "path", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "queue_id", "threshold", "verdict") VALUES (NEW."machine_only", NEW."path", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'created', NEW."id", NEW."queue_id", NEW."threshold", NEW."verdict"); RETURN NULL;
                 END;
             $function$;
 
@@ -1068,7 +1204,7 @@ AS $function$
                             RETURN NEW;
                         END IF;
                     END IF;
-                    INSERT INTO "queue_app_checkpolicyevent" ("path", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "queue_id", "threshold", "verdict") VALUES (OLD."path", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'deleted', OLD."id", OLD."queue_id", OLD."threshold", OLD."verdict"); RETURN NULL;
+                    INSERT INTO "queue_app_checkpolicyevent" ("machine_only", "path", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "queue_id", "threshold", "verdict") VALUES (OLD."machine_only", OLD."path", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'deleted', OLD."id", OLD."queue_id", OLD."threshold", OLD."verdict"); RETURN NULL;
                 END;
             $function$;
 
@@ -1140,6 +1276,14 @@ ALTER TABLE queue_app_decision ADD CONSTRAINT decision_overturn_columns
 ALTER TABLE queue_app_decision ADD CONSTRAINT decision_reason_matches_queue_and_verdict
     FOREIGN KEY (reason_code_id, queue_id, verdict) REFERENCES queue_app_reasoncode(id, queue_id, verdict);
 
+-- constraint decision_suggestion_shown_at
+ALTER TABLE queue_app_decision ADD CONSTRAINT decision_suggestion_shown_at
+    CHECK ((((suggestion_shown_at IS NULL) AND ((suggestion_view)::text = ANY ((ARRAY['not_shown'::character varying, 'automatic'::character varying])::text[]))) OR ((suggestion_shown_at IS NULL) AND (suggestion_view IS NULL)) OR ((suggestion_shown_at IS NOT NULL) AND ((suggestion_view)::text = ANY ((ARRAY['shown'::character varying, 'revealed_before_choice'::character varying, 'revealed_after_choice'::character varying])::text[])))));
+
+-- constraint decision_suggestion_view_valid
+ALTER TABLE queue_app_decision ADD CONSTRAINT decision_suggestion_view_valid
+    CHECK (((suggestion_view IS NULL) OR ((suggestion_view)::text = ANY ((ARRAY['shown'::character varying, 'revealed_before_choice'::character varying, 'revealed_after_choice'::character varying, 'not_shown'::character varying, 'automatic'::character varying])::text[]))));
+
 -- constraint decision_supersedes_same_item
 ALTER TABLE queue_app_decision ADD CONSTRAINT decision_supersedes_same_item
     FOREIGN KEY (supersedes_id, item_id) REFERENCES queue_app_decision(id, item_id);
@@ -1205,6 +1349,9 @@ CREATE TRIGGER decision_round BEFORE INSERT ON public.queue_app_decision FOR EAC
 
 -- trigger decision_separation
 CREATE TRIGGER decision_separation BEFORE INSERT ON public.queue_app_decision FOR EACH ROW WHEN (((new.verdict)::text = 'overturn'::text)) EXECUTE FUNCTION queue_app_decision_separation();
+
+-- trigger decision_suggestion
+CREATE TRIGGER decision_suggestion BEFORE INSERT ON public.queue_app_decision FOR EACH ROW EXECUTE FUNCTION queue_app_decision_suggestion();
 
 -- function queue_app_decision_before_insert
 CREATE OR REPLACE FUNCTION public.queue_app_decision_before_insert()
@@ -1375,6 +1522,58 @@ BEGIN
   RETURN NEW;
 END;
 $function$;
+
+-- function queue_app_decision_suggestion
+CREATE OR REPLACE FUNCTION public.queue_app_decision_suggestion()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  suggested jsonb;
+  q record;
+  stopped timestamptz;
+BEGIN
+  IF NEW.verdict = 'overturn' THEN
+    NEW.suggestion_view := NULL;
+    NEW.suggestion_shown_at := NULL;
+    NEW.suggestion_followed := NULL;
+    RETURN NEW;
+  END IF;
+  SELECT i.suggestion INTO suggested FROM queue_app_reviewitem AS i WHERE i.id = NEW.item_id;
+  IF suggested IS NULL THEN
+    IF NEW.suggestion_view = 'automatic' THEN
+      RAISE EXCEPTION 'item %: an automatic decision needs a suggestion', NEW.item_id
+        USING ERRCODE = 'check_violation';
+    END IF;
+    NEW.suggestion_view := NULL;
+    NEW.suggestion_shown_at := NULL;
+    NEW.suggestion_followed := NULL;
+    RETURN NEW;
+  END IF;
+  NEW.suggestion_view := coalesce(NEW.suggestion_view, 'not_shown');
+  NEW.suggestion_followed := NEW.verdict = suggested ->> 'verdict';
+  IF NEW.suggestion_view = 'automatic' THEN
+    -- FOR SHARE: a stop (an UPDATE of either row) waits for this transaction, and every
+    -- automatic decision after the stop commits sees it.
+    SELECT s.stopped_at INTO stopped FROM queue_app_automationswitch AS s WHERE s.id = 1 FOR SHARE;
+    SELECT qq.auto_decide_above, qq.auto_decide_user_id, qq.automation_stopped_at INTO q
+      FROM queue_app_queue AS qq WHERE qq.id = NEW.queue_id FOR SHARE;
+    IF stopped IS NOT NULL OR q.automation_stopped_at IS NOT NULL THEN
+      RAISE EXCEPTION 'queue %: automatic decisions are stopped', NEW.queue_id
+        USING ERRCODE = 'check_violation';
+    END IF;
+    IF q.auto_decide_above IS NULL
+       OR NEW.reviewer_id IS DISTINCT FROM q.auto_decide_user_id
+       OR NOT NEW.suggestion_followed
+       OR (suggested ->> 'confidence')::numeric < q.auto_decide_above THEN
+      RAISE EXCEPTION 'item %: not an automatic decision this queue allows', NEW.item_id
+        USING ERRCODE = 'check_violation',
+              DETAIL = 'It must be the suggestion, at or above the queue''s confidence, '
+                       'recorded under its automation user.';
+    END IF;
+  END IF;
+  RETURN NEW;
+END $function$;
 
 -- === queue_app_effectjob ============================================================================
 -- constraint effectjob_attempts_nonnegative
@@ -1901,6 +2100,10 @@ END;
 $function$;
 
 -- === queue_app_queue ================================================================================
+-- constraint queue_app_queue_auto_decide_user_id_997526b4_fk_auth_user_id
+ALTER TABLE queue_app_queue ADD CONSTRAINT queue_app_queue_auto_decide_user_id_997526b4_fk_auth_user_id
+    FOREIGN KEY (auto_decide_user_id) REFERENCES auth_user(id) DEFERRABLE INITIALLY DEFERRED;
+
 -- constraint queue_app_queue_escalation_queue_id_8c3f4906_fk_queue_app
 ALTER TABLE queue_app_queue ADD CONSTRAINT queue_app_queue_escalation_queue_id_8c3f4906_fk_queue_app
     FOREIGN KEY (escalation_queue_id) REFERENCES queue_app_queue(id) DEFERRABLE INITIALLY DEFERRED;
@@ -1916,6 +2119,14 @@ ALTER TABLE queue_app_queue ADD CONSTRAINT queue_app_queue_max_in_flight_check
 -- constraint queue_app_queue_slug_key
 ALTER TABLE queue_app_queue ADD CONSTRAINT queue_app_queue_slug_key
     UNIQUE (slug);
+
+-- constraint queue_auto_decide_complete
+ALTER TABLE queue_app_queue ADD CONSTRAINT queue_auto_decide_complete
+    CHECK (((auto_decide_above IS NULL) OR ((auto_decide_above > (0)::numeric) AND (auto_decide_above <= (1)::numeric) AND (auto_decide_qa_rate > (0)::numeric) AND (auto_decide_user_id IS NOT NULL))));
+
+-- constraint queue_auto_decide_qa_rate_percent
+ALTER TABLE queue_app_queue ADD CONSTRAINT queue_auto_decide_qa_rate_percent
+    CHECK (((auto_decide_qa_rate >= (0)::numeric) AND (auto_decide_qa_rate <= (100)::numeric)));
 
 -- constraint queue_default_sla_positive
 ALTER TABLE queue_app_queue ADD CONSTRAINT queue_default_sla_positive
@@ -1949,8 +2160,12 @@ ALTER TABLE queue_app_queue ADD CONSTRAINT queue_release_skip_not_negative
 ALTER TABLE queue_app_queue ADD CONSTRAINT queue_sla_warning_not_negative
     CHECK ((sla_warning >= '00:00:00'::interval));
 
+-- constraint queue_suggestion_display_valid
+ALTER TABLE queue_app_queue ADD CONSTRAINT queue_suggestion_display_valid
+    CHECK (((suggestion_display)::text = ANY ((ARRAY['shown'::character varying, 'on_request'::character varying, 'hidden'::character varying])::text[])));
+
 -- trigger pgtrigger_changed_update_41b38
-CREATE TRIGGER pgtrigger_changed_update_41b38 AFTER UPDATE ON public.queue_app_queue FOR EACH ROW WHEN (((old.default_sla IS DISTINCT FROM new.default_sla) OR ((old.effect)::text IS DISTINCT FROM (new.effect)::text) OR (old.escalation_queue_id IS DISTINCT FROM new.escalation_queue_id) OR (old.escalation_threshold IS DISTINCT FROM new.escalation_threshold) OR (old.lease_ttl IS DISTINCT FROM new.lease_ttl) OR (old.max_hold IS DISTINCT FROM new.max_hold) OR (old.max_in_flight IS DISTINCT FROM new.max_in_flight) OR ((old.name)::text IS DISTINCT FROM (new.name)::text) OR (old.qa_rate IS DISTINCT FROM new.qa_rate) OR (old.release_skip IS DISTINCT FROM new.release_skip) OR (old.sensitive IS DISTINCT FROM new.sensitive) OR (old.sla_warning IS DISTINCT FROM new.sla_warning) OR ((old.slug)::text IS DISTINCT FROM (new.slug)::text) OR ((old.webhook_secret_env)::text IS DISTINCT FROM (new.webhook_secret_env)::text) OR ((old.webhook_url)::text IS DISTINCT FROM (new.webhook_url)::text))) EXECUTE FUNCTION pgtrigger_changed_update_41b38();
+CREATE TRIGGER pgtrigger_changed_update_41b38 AFTER UPDATE ON public.queue_app_queue FOR EACH ROW WHEN (((old.auto_decide_above IS DISTINCT FROM new.auto_decide_above) OR (old.auto_decide_qa_rate IS DISTINCT FROM new.auto_decide_qa_rate) OR (old.auto_decide_user_id IS DISTINCT FROM new.auto_decide_user_id) OR (old.automation_stopped_at IS DISTINCT FROM new.automation_stopped_at) OR (old.default_sla IS DISTINCT FROM new.default_sla) OR ((old.effect)::text IS DISTINCT FROM (new.effect)::text) OR (old.escalation_queue_id IS DISTINCT FROM new.escalation_queue_id) OR (old.escalation_threshold IS DISTINCT FROM new.escalation_threshold) OR (old.lease_ttl IS DISTINCT FROM new.lease_ttl) OR (old.max_hold IS DISTINCT FROM new.max_hold) OR (old.max_in_flight IS DISTINCT FROM new.max_in_flight) OR ((old.name)::text IS DISTINCT FROM (new.name)::text) OR (old.qa_rate IS DISTINCT FROM new.qa_rate) OR (old.release_skip IS DISTINCT FROM new.release_skip) OR (old.sensitive IS DISTINCT FROM new.sensitive) OR (old.sla_warning IS DISTINCT FROM new.sla_warning) OR ((old.slug)::text IS DISTINCT FROM (new.slug)::text) OR ((old.suggestion_display)::text IS DISTINCT FROM (new.suggestion_display)::text) OR ((old.webhook_secret_env)::text IS DISTINCT FROM (new.webhook_secret_env)::text) OR ((old.webhook_url)::text IS DISTINCT FROM (new.webhook_url)::text))) EXECUTE FUNCTION pgtrigger_changed_update_41b38();
 
 -- trigger pgtrigger_created_insert_a545b
 CREATE TRIGGER pgtrigger_created_insert_a545b AFTER INSERT ON public.queue_app_queue FOR EACH ROW EXECUTE FUNCTION pgtrigger_created_insert_a545b();
@@ -1972,7 +2187,7 @@ AS $function$
                             RETURN NEW;
                         END IF;
                     END IF;
-                    INSERT INTO "queue_app_queueconfigevent" ("default_sla", "effect", "escalation_queue_id", "escalation_threshold", "lease_ttl", "max_hold", "max_in_flight", "name", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "qa_rate", "release_skip", "sensitive", "sla_warning", "slug", "webhook_secret_env", "webhook_url") VALUES (NEW."default_sla", NEW."effect", NEW."escalation_queue_id", NEW."escalation_threshold", NEW."lease_ttl", NEW."max_hold", NEW."max_in_flight", NEW."name", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'changed', NEW."id", NEW."qa_rate", NEW."release_skip", NEW."sensitive", NEW."sla_warning", NEW."slug", NEW."webhook_secret_env", NEW."webhook_url"); RETURN NULL;
+                    INSERT INTO "queue_app_queueconfigevent" ("auto_decide_above", "auto_decide_qa_rate", "auto_decide_user_id", "automation_stopped_at", "default_sla", "effect", "escalation_queue_id", "escalation_threshold", "lease_ttl", "max_hold", "max_in_flight", "name", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "qa_rate", "release_skip", "sensitive", "sla_warning", "slug", "suggestion_display", "webhook_secret_env", "webhook_url") VALUES (NEW."auto_decide_above", NEW."auto_decide_qa_rate", NEW."auto_decide_user_id", NEW."automation_stopped_at", NEW."default_sla", NEW."effect", NEW."escalation_queue_id", NEW."escalation_threshold", NEW."lease_ttl", NEW."max_hold", NEW."max_in_flight", NEW."name", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'changed', NEW."id", NEW."qa_rate", NEW."release_skip", NEW."sensitive", NEW."sla_warning", NEW."slug", NEW."suggestion_display", NEW."webhook_secret_env", NEW."webhook_url"); RETURN NULL;
                 END;
             $function$;
 
@@ -1990,7 +2205,7 @@ AS $function$
                             RETURN NEW;
                         END IF;
                     END IF;
-                    INSERT INTO "queue_app_queueconfigevent" ("default_sla", "effect", "escalation_queue_id", "escalation_threshold", "lease_ttl", "max_hold", "max_in_flight", "name", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "qa_rate", "release_skip", "sensitive", "sla_warning", "slug", "webhook_secret_env", "webhook_url") VALUES (NEW."default_sla", NEW."effect", NEW."escalation_queue_id", NEW."escalation_threshold", NEW."lease_ttl", NEW."max_hold", NEW."max_in_flight", NEW."name", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'created', NEW."id", NEW."qa_rate", NEW."release_skip", NEW."sensitive", NEW."sla_warning", NEW."slug", NEW."webhook_secret_env", NEW."webhook_url"); RETURN NULL;
+                    INSERT INTO "queue_app_queueconfigevent" ("auto_decide_above", "auto_decide_qa_rate", "auto_decide_user_id", "automation_stopped_at", "default_sla", "effect", "escalation_queue_id", "escalation_threshold", "lease_ttl", "max_hold", "max_in_flight", "name", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "qa_rate", "release_skip", "sensitive", "sla_warning", "slug", "suggestion_display", "webhook_secret_env", "webhook_url") VALUES (NEW."auto_decide_above", NEW."auto_decide_qa_rate", NEW."auto_decide_user_id", NEW."automation_stopped_at", NEW."default_sla", NEW."effect", NEW."escalation_queue_id", NEW."escalation_threshold", NEW."lease_ttl", NEW."max_hold", NEW."max_in_flight", NEW."name", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'created', NEW."id", NEW."qa_rate", NEW."release_skip", NEW."sensitive", NEW."sla_warning", NEW."slug", NEW."suggestion_display", NEW."webhook_secret_env", NEW."webhook_url"); RETURN NULL;
                 END;
             $function$;
 
@@ -2008,7 +2223,7 @@ AS $function$
                             RETURN NEW;
                         END IF;
                     END IF;
-                    INSERT INTO "queue_app_queueconfigevent" ("default_sla", "effect", "escalation_queue_id", "escalation_threshold", "lease_ttl", "max_hold", "max_in_flight", "name", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "qa_rate", "release_skip", "sensitive", "sla_warning", "slug", "webhook_secret_env", "webhook_url") VALUES (OLD."default_sla", OLD."effect", OLD."escalation_queue_id", OLD."escalation_threshold", OLD."lease_ttl", OLD."max_hold", OLD."max_in_flight", OLD."name", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'deleted', OLD."id", OLD."qa_rate", OLD."release_skip", OLD."sensitive", OLD."sla_warning", OLD."slug", OLD."webhook_secret_env", OLD."webhook_url"); RETURN NULL;
+                    INSERT INTO "queue_app_queueconfigevent" ("auto_decide_above", "auto_decide_qa_rate", "auto_decide_user_id", "automation_stopped_at", "default_sla", "effect", "escalation_queue_id", "escalation_threshold", "lease_ttl", "max_hold", "max_in_flight", "name", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "qa_rate", "release_skip", "sensitive", "sla_warning", "slug", "suggestion_display", "webhook_secret_env", "webhook_url") VALUES (OLD."auto_decide_above", OLD."auto_decide_qa_rate", OLD."auto_decide_user_id", OLD."automation_stopped_at", OLD."default_sla", OLD."effect", OLD."escalation_queue_id", OLD."escalation_threshold", OLD."lease_ttl", OLD."max_hold", OLD."max_in_flight", OLD."name", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'deleted', OLD."id", OLD."qa_rate", OLD."release_skip", OLD."sensitive", OLD."sla_warning", OLD."slug", OLD."suggestion_display", OLD."webhook_secret_env", OLD."webhook_url"); RETURN NULL;
                 END;
             $function$;
 
@@ -2360,6 +2575,10 @@ ALTER TABLE queue_app_reviewitem ADD CONSTRAINT item_payload_is_object
 ALTER TABLE queue_app_reviewitem ADD CONSTRAINT item_state_valid
     CHECK (((state)::text = ANY ((ARRAY['pending'::character varying, 'leased'::character varying, 'decided'::character varying, 'held'::character varying, 'awaiting_check'::character varying])::text[])));
 
+-- constraint item_suggestion_shape
+ALTER TABLE queue_app_reviewitem ADD CONSTRAINT item_suggestion_shape
+    CHECK (((suggestion IS NULL) OR (((suggestion -> 'verdict'::text) = ANY (ARRAY['"approve"'::jsonb, '"reject"'::jsonb, '"escalate"'::jsonb])) AND (suggestion ?& '{reason_code,confidence,model}'::text[]))));
+
 -- constraint queue_app_reviewitem_created_by_client_id_de2ab0bf_fk_queue_app
 ALTER TABLE queue_app_reviewitem ADD CONSTRAINT queue_app_reviewitem_created_by_client_id_de2ab0bf_fk_queue_app
     FOREIGN KEY (created_by_client_id) REFERENCES queue_app_apiclient(id) DEFERRABLE INITIALLY DEFERRED;
@@ -2436,6 +2655,9 @@ CREATE TRIGGER item_intake_queue_default BEFORE INSERT ON public.queue_app_revie
 
 -- trigger item_key_scope_fixed
 CREATE TRIGGER item_key_scope_fixed BEFORE UPDATE OF idempotency_key, intake_queue_id, created_by_client_id, escalated_by_decision_id ON public.queue_app_reviewitem FOR EACH ROW WHEN ((((((new.idempotency_key)::text IS DISTINCT FROM (old.idempotency_key)::text) OR (new.intake_queue_id IS DISTINCT FROM old.intake_queue_id)) OR (new.created_by_client_id IS DISTINCT FROM old.created_by_client_id)) OR (new.escalated_by_decision_id IS DISTINCT FROM old.escalated_by_decision_id))) EXECUTE FUNCTION queue_app_item_refuse_scope_change();
+
+-- trigger item_suggestion_frozen
+CREATE TRIGGER item_suggestion_frozen BEFORE UPDATE OF suggestion ON public.queue_app_reviewitem FOR EACH ROW WHEN ((old.suggestion IS DISTINCT FROM new.suggestion)) EXECUTE FUNCTION queue_app_item_suggestion_frozen();
 
 -- trigger reviewitem_handoff_guard
 CREATE TRIGGER reviewitem_handoff_guard BEFORE UPDATE ON public.queue_app_reviewitem FOR EACH ROW WHEN (((cardinality(old.excluded_reviewer_ids) > 0) OR (cardinality(new.excluded_reviewer_ids) > 0))) EXECUTE FUNCTION queue_app_item_handoff_guard();
@@ -2540,6 +2762,16 @@ BEGIN
     USING ERRCODE = 'restrict_violation';
 END;
 $function$;
+
+-- function queue_app_item_suggestion_frozen
+CREATE OR REPLACE FUNCTION public.queue_app_item_suggestion_frozen()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  RAISE EXCEPTION 'item %: a suggestion is fixed at intake and cannot change', OLD.id
+    USING ERRCODE = 'check_violation';
+END $function$;
 
 -- === queue_app_signonlink ===========================================================================
 -- constraint queue_app_signonlink_user_id_3713d766_fk_auth_user_id

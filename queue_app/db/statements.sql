@@ -1143,7 +1143,7 @@ RETURNING t.lease_expires;
 -- name: LOCK_LANE_TASK
 -- Lock a lane task and its item for a fenced finish, with what the finish checks.
 SELECT t.id, t.kind, t.queue_id, t.item_id, t.decision_id, t.lease_token,
-       i.state AS item_state, i.subject, i.payload, i.attachments,
+       i.state AS item_state, i.subject, i.payload, i.attachments, i.suggestion,
        d.verdict, d.reason_code_id, d.evidence_hash, d.lease_token AS decision_lease_token,
        d.reviewer_id AS maker_id, q.qa_rate,
        (NOT EXISTS (SELECT 1 FROM queue_app_apiclient AS c WHERE c.user_id = %(owner_id)s)
@@ -1945,7 +1945,8 @@ SELECT i.id, i.subject, i.hold_until, i.held_at, i.due_at,
 
 -- name: UNHASHED_OPEN_ITEMS
 -- A batch of open items without a stored evidence hash, in id order.
-SELECT id, subject, payload::text AS payload, attachments::text AS attachments
+SELECT id, subject, payload::text AS payload, attachments::text AS attachments,
+       suggestion::text AS suggestion
   FROM queue_app_reviewitem
  WHERE id > %(after)s AND evidence_hash IS NULL AND state IN ('pending', 'leased', 'held')
  ORDER BY id

@@ -29,7 +29,14 @@ from django_otp.plugins.otp_static.models import StaticDevice
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from queue_app.models.lane_tasks import CheckPolicy
-from queue_app.models.review import ApiClient, HoldReason, Queue, ReasonCode, SignOnLink
+from queue_app.models.review import (
+    ApiClient,
+    AutomationSwitch,
+    HoldReason,
+    Queue,
+    ReasonCode,
+    SignOnLink,
+)
 
 APP = "queue_app"
 
@@ -53,6 +60,12 @@ QUEUE_FIELDS = [
     "sla_warning",
     "max_hold",
     "qa_rate",
+    # Machine suggestions: how they are shown, and when the machine decides (the stop switch).
+    "suggestion_display",
+    "auto_decide_above",
+    "auto_decide_user",
+    "auto_decide_qa_rate",
+    "automation_stopped_at",
 ]
 #: last_used_at changes on every API call: not an access change.
 API_CLIENT_FIELDS = [
@@ -190,21 +203,42 @@ QUEUE_FIELDS_SINCE_0018: dict[str, models.Field[Any, Any]] = {
         max_digits=5, decimal_places=2, null=True, help_text=_NOT_YET_TRACKED
     ),
 }
+QUEUE_FIELDS_SINCE_SUGGESTIONS: dict[str, models.Field[Any, Any]] = {
+    "suggestion_display": models.CharField(max_length=16, null=True, help_text=_NOT_YET_TRACKED),
+    "auto_decide_above": models.DecimalField(
+        max_digits=5, decimal_places=4, null=True, help_text=_NOT_YET_TRACKED
+    ),
+    "auto_decide_qa_rate": models.DecimalField(
+        max_digits=5, decimal_places=2, null=True, help_text=_NOT_YET_TRACKED
+    ),
+}
 QueueConfigEvent = _event_model(
     Queue,
     "QueueConfigEvent",
     _row_events(QUEUE_FIELDS),
     QUEUE_FIELDS,
-    attrs=QUEUE_FIELDS_SINCE_0018,
+    attrs={**QUEUE_FIELDS_SINCE_0018, **QUEUE_FIELDS_SINCE_SUGGESTIONS},
+)
+#: The stop switch for all queues' automatic decisions: who pressed it, and when.
+AUTOMATION_SWITCH_FIELDS = ["stopped_at"]
+AutomationSwitchEvent = _event_model(
+    AutomationSwitch,
+    "AutomationSwitchEvent",
+    _row_events(AUTOMATION_SWITCH_FIELDS),
+    AUTOMATION_SWITCH_FIELDS,
 )
 REASON_FIELDS = ["queue", "verdict", "code", "label", "retired_at", "is_default"]
 ReasonCodeEvent = _event_model(
     ReasonCode, "ReasonCodeEvent", _row_events(REASON_FIELDS), REASON_FIELDS
 )
 #: Maker-checker: which of a queue's decisions need a second person before their effect runs.
-CHECK_POLICY_FIELDS = ["queue", "verdict", "path", "threshold"]
+CHECK_POLICY_FIELDS = ["queue", "verdict", "path", "threshold", "machine_only"]
 CheckPolicyEvent = _event_model(
-    CheckPolicy, "CheckPolicyEvent", _row_events(CHECK_POLICY_FIELDS), CHECK_POLICY_FIELDS
+    CheckPolicy,
+    "CheckPolicyEvent",
+    _row_events(CHECK_POLICY_FIELDS),
+    CHECK_POLICY_FIELDS,
+    attrs={"machine_only": models.BooleanField(null=True, help_text=_NOT_YET_TRACKED)},
 )
 #: A queue's hold codes: why its items may be set aside, and which are still offered.
 HOLD_REASON_FIELDS = ["queue", "code", "label", "retired_at"]
@@ -234,6 +268,7 @@ EVENT_MODELS = [
     ApiClientEvent,
     ApiClientQueueEvent,
     QueueConfigEvent,
+    AutomationSwitchEvent,
     ReasonCodeEvent,
     CheckPolicyEvent,
     HoldReasonEvent,

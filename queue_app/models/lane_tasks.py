@@ -81,6 +81,15 @@ class CheckPolicy(models.Model):
         blank=True,
         help_text="Needs a check when the number is at or above this (exact).",
     )
+    machine_only = models.BooleanField(
+        "automatic decisions only",
+        default=False,
+        db_default=False,
+        help_text=(
+            "Apply this policy only to the machine's automatic decisions (a person confirms "
+            "them), not to decisions people make."
+        ),
+    )
 
     class Meta:
         ordering = ["queue", "verdict", "path"]
@@ -98,14 +107,17 @@ class CheckPolicy(models.Model):
                 name="checkpolicy_path_and_threshold",
             ),
             models.UniqueConstraint(
-                fields=["queue", "verdict", "path"], name="checkpolicy_unique_per_path"
+                fields=["queue", "verdict", "path", "machine_only"],
+                name="checkpolicy_unique_per_path",
             ),
         ]
 
     def __str__(self) -> str:
         if not self.path:
-            return f"{self.verdict}: always checked"
-        return f"{self.verdict}: checked when {self.path} ≥ {self.threshold}"
+            text = f"{self.verdict}: always checked"
+        else:
+            text = f"{self.verdict}: checked when {self.path} ≥ {self.threshold}"
+        return f"{text} (automatic decisions)" if self.machine_only else text
 
     def clean(self) -> None:
         if self.path and self.threshold is None:

@@ -52,6 +52,26 @@ class ItemState(models.TextChoices):
     AWAITING_CHECK = "awaiting_check", "Awaiting check"
 
 
+class SuggestionDisplay(models.TextChoices):
+    """How a queue's item page shows a machine suggestion (never in blind QA, never preselected)."""
+
+    SHOWN = "shown", "Shown with the evidence"
+    ON_REQUEST = "on_request", "Revealed on request"
+    HIDDEN = "hidden", "Hidden"
+
+
+class SuggestionView(models.TextChoices):
+    """What a decision's maker saw of the item's suggestion; NULL on the decision: none existed."""
+
+    SHOWN = "shown", "Shown with the evidence"
+    # Revealed on request: before the reviewer chose a verdict (a key), or after it.
+    REVEALED_BEFORE_CHOICE = "revealed_before_choice", "Revealed before choosing"
+    REVEALED_AFTER_CHOICE = "revealed_after_choice", "Revealed after choosing"
+    NOT_SHOWN = "not_shown", "Not shown"
+    # The decision is the suggestion itself, taken by the queue's automation user.
+    AUTOMATIC = "automatic", "Automatic (the machine's decision)"
+
+
 # Open work against its deadline: everything not final. An item awaiting its check is open until
 # the check confirms it. The index item_open_work_due and the console's counts
 # read this list; ops_sql.SLA_OPEN spells it out in SQL.
@@ -153,11 +173,86 @@ class Queue(models.Model):
         help_text="Percentage (0-100) of effective decisions drawn for a blind second review.",
     )
 
+    # Machine suggestions under human oversight (docs/architecture.md "Machine suggestions").
+    suggestion_display = models.CharField(
+        max_length=16,
+        choices=SuggestionDisplay.choices,
+        default=SuggestionDisplay.ON_REQUEST,
+        db_default=SuggestionDisplay.ON_REQUEST,
+        help_text=(
+            "How the item page shows an item's machine suggestion: with the evidence, only when "
+            "the reviewer asks (after choosing a verdict, or with a key), or not at all. It is "
+            "never preselected, and blind QA never shows it."
+        ),
+    )
+    auto_decide_above = models.DecimalField(
+        "automatic decision at confidence",
+        max_digits=5,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text=(
+            "A suggestion at or above this confidence (0-1) is taken as the decision of the "
+            "automation user at intake. Empty: people decide everything."
+        ),
+    )
+    auto_decide_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        verbose_name="automation user",
+        help_text="The service user automatic decisions are recorded under.",
+    )
+    auto_decide_qa_rate = models.DecimalField(
+        "QA sample rate of automatic decisions (%)",
+        max_digits=5,
+        decimal_places=2,
+        default=0,
+        db_default=0,
+        help_text=(
+            "Percentage (0-100) of automatic decisions drawn for a blind human review; "
+            "required (above 0) when automatic decisions are on."
+        ),
+    )
+    automation_stopped_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text=(
+            "The stop switch: while set, every item goes to people, whatever its confidence."
+        ),
+    )
+
     class Meta:
         ordering = ["slug"]
         constraints = [
             models.CheckConstraint(
                 condition=Q(qa_rate__gte=0, qa_rate__lte=100), name="queue_qa_rate_percent"
+            ),
+            models.CheckConstraint(
+                condition=Q(suggestion_display__in=[d.value for d in SuggestionDisplay]),
+                name="queue_suggestion_display_valid",
+            ),
+            # Automatic decisions need a threshold in (0, 1], a user to record them under and a
+            # human QA sample; with no threshold none of it applies.
+            models.CheckConstraint(
+                condition=Q(auto_decide_above__isnull=True)
+                | Q(
+                    auto_decide_above__gt=0,
+                    auto_decide_above__lte=1,
+                    auto_decide_user__isnull=False,
+                    auto_decide_qa_rate__gt=0,
+                ),
+                name="queue_auto_decide_complete",
+                violation_error_message=(
+                    "Automatic decisions need a confidence above 0 and at most 1, an automation "
+                    "user, and a QA sample rate above 0."
+                ),
+            ),
+            models.CheckConstraint(
+                condition=Q(auto_decide_qa_rate__gte=0, auto_decide_qa_rate__lte=100),
+                name="queue_auto_decide_qa_rate_percent",
             ),
             models.CheckConstraint(
                 condition=Q(lease_ttl__gt=timedelta(0)), name="queue_lease_ttl_positive"
@@ -185,6 +280,29 @@ class Queue(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class AutomationSwitch(models.Model):
+    """The stop switch for every queue's automatic decisions: one row (id 1), made by the migration.
+
+    While stopped_at is set, no queue decides automatically, whatever its own switch says; the
+    database refuses such a decision (the decision_suggestion trigger reads this row FOR SHARE,
+    so a stop waits for automatic decisions already being written and none follows it).
+    """
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1, editable=False)
+    stopped_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="While set, every item in every queue goes to people.",
+    )
+
+    class Meta:
+        verbose_name = "automation stop switch"
+        constraints = [models.CheckConstraint(condition=Q(id=1), name="automationswitch_one_row")]
+
+    def __str__(self) -> str:
+        return "Automatic decisions: stopped" if self.stopped_at else "Automatic decisions: on"
 
 
 class HoldReason(models.Model):
@@ -399,6 +517,14 @@ class ReviewItem(models.Model):
         max_length=64, null=True, blank=True, editable=False
     )
 
+    # A machine's suggested decision, from intake, frozen after it (a trigger refuses a change):
+    # {"verdict", "reason_code", "confidence" (a decimal string in [0, 1]), "model": {"name",
+    # "version"}, "explanation": [{"factor", "value"}, ...]}. The evidence hash covers it.
+    # NULL: the item came without one.
+    suggestion = models.JSONField(
+        null=True, blank=True, editable=False, encoder=ExactEncoder, decoder=ExactDecoder
+    )
+
     objects = ReviewItemManager()
 
     class Meta:
@@ -450,6 +576,16 @@ class ReviewItem(models.Model):
             models.CheckConstraint(
                 condition=Q(evidence_hash__isnull=True) | Q(evidence_hash__regex=r"^[0-9a-f]{64}$"),
                 name="item_evidence_hash_is_sha256",
+            ),
+            # The shape the figures and the decide read: a verdict a reviewer picks, a reason
+            # code, and a confidence in [0, 1] written as a decimal string.
+            models.CheckConstraint(
+                condition=Q(suggestion__isnull=True)
+                | (
+                    Q(suggestion__verdict__in=[v.value for v in REVIEW_VERDICTS])
+                    & Q(suggestion__has_keys=["reason_code", "confidence", "model"])
+                ),
+                name="item_suggestion_shape",
             ),
             # A leased row names its holder, its fence and its expiry; no other row carries them.
             models.CheckConstraint(
@@ -583,6 +719,15 @@ class Decision(models.Model):
     # the item row whatever the writer sends: a checker's return opens a new round, in which
     # the item takes a new review decision (decision_one_per_item is per round).
     review_round = models.PositiveIntegerField(default=0, db_default=0, editable=False)
+    # What the maker saw of the item's machine suggestion (SuggestionView), and when it was
+    # first on their page; NULL when the item has none (the decision_suggestion trigger clears
+    # them then, and fills suggestion_followed: whether the verdict is the suggested one, from
+    # the item row whatever the writer sends). NULL on overturns. The chain hash covers all three.
+    suggestion_view = models.CharField(  # noqa: DJ001
+        max_length=24, choices=SuggestionView.choices, null=True, blank=True, editable=False
+    )
+    suggestion_shown_at = models.DateTimeField(null=True, blank=True, editable=False)
+    suggestion_followed = models.BooleanField(null=True, blank=True, editable=False)
 
     objects = DecisionManager()
 
@@ -618,6 +763,28 @@ class Decision(models.Model):
             models.CheckConstraint(
                 condition=Q(evidence_hash__regex=r"^[0-9a-f]{64}$"),
                 name="decision_evidence_hash_sha256",
+            ),
+            models.CheckConstraint(
+                condition=Q(suggestion_view__isnull=True)
+                | Q(suggestion_view__in=[v.value for v in SuggestionView]),
+                name="decision_suggestion_view_valid",
+            ),
+            # Shown at a time exactly when it was on the page.
+            models.CheckConstraint(
+                condition=Q(
+                    suggestion_shown_at__isnull=True,
+                    suggestion_view__in=[SuggestionView.NOT_SHOWN, SuggestionView.AUTOMATIC],
+                )
+                | Q(suggestion_view__isnull=True, suggestion_shown_at__isnull=True)
+                | Q(
+                    suggestion_shown_at__isnull=False,
+                    suggestion_view__in=[
+                        SuggestionView.SHOWN,
+                        SuggestionView.REVEALED_BEFORE_CHOICE,
+                        SuggestionView.REVEALED_AFTER_CHOICE,
+                    ],
+                ),
+                name="decision_suggestion_shown_at",
             ),
             # One reviewer verdict per item and review round; later changes are overturns. A
             # round ends only when a checker returns the decision (queue_app/second_person.py).
@@ -736,6 +903,9 @@ class ItemEventKind(models.TextChoices):
     CHECK_RETURNED = "check_returned", "Check returned"
     QA_REVIEWED = "qa_reviewed", "QA reviewed"
     ADJUDICATED = "adjudicated", "Adjudicated"
+    # Machine suggestions: a reviewer asked to see one; the machine decided at intake.
+    SUGGESTION_REVEALED = "suggestion_revealed", "Suggestion revealed"
+    AUTO_DECIDED = "auto_decided", "Decided automatically"
 
 
 class ItemEvent(models.Model):

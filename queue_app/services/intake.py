@@ -106,7 +106,9 @@ def store_evidence_hash(*, item_id: int, known: str | None = None) -> str:
     """
     if known is None:
         known = item_evidence_hash(
-            ReviewItem.objects.only("subject", "payload", "attachments").get(pk=item_id)
+            ReviewItem.objects.only("subject", "payload", "attachments", "suggestion").get(
+                pk=item_id
+            )
         )
     ReviewItem.objects.filter(pk=item_id).update(evidence_hash=known)
     return known

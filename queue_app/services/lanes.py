@@ -26,8 +26,7 @@ from queue_app.errors import (
     NotPermitted,
     StaleLease,
 )
-from queue_app.evidence import attachments_of, evidence_hash
-from queue_app.jsonutil import stored_loads
+from queue_app.evidence import row_evidence_hash
 from queue_app.models import (
     ApiClient,
     Decision,
@@ -338,15 +337,8 @@ def confirm_check(
             row = _lock(
                 task_id=task_id, queue_id=queue_id, kind=LaneKind.CHECK, user=user, token=token
             )
-            payload = row["payload"]
-            if isinstance(payload, str):
-                payload = stored_loads(payload)
-            # The attachments' digests are evidence too (queue_app/evidence.py).
-            now_hash = evidence_hash(
-                subject=row["subject"],
-                payload=payload,
-                attachments=attachments_of(row["attachments"]),
-            )
+            # The attachments' digests and the suggestion are evidence too (queue_app/evidence.py).
+            now_hash = row_evidence_hash(row)
             if now_hash != row["evidence_hash"]:
                 changed = True
                 outcome = _finish(

@@ -14,7 +14,8 @@ PURPOSE = {
 _OPEN = "('pending', 'leased', 'held')"
 
 UNHASHED_OPEN_ITEMS = f"""
-SELECT id, subject, payload::text AS payload, attachments::text AS attachments
+SELECT id, subject, payload::text AS payload, attachments::text AS attachments,
+       suggestion::text AS suggestion
   FROM queue_app_reviewitem
  WHERE id > %(after)s AND evidence_hash IS NULL AND state IN {_OPEN}
  ORDER BY id

@@ -194,7 +194,7 @@ RETURNING t.lease_expires
 LOCK_LANE_TASK = (
     """
 SELECT t.id, t.kind, t.queue_id, t.item_id, t.decision_id, t.lease_token,
-       i.state AS item_state, i.subject, i.payload, i.attachments,
+       i.state AS item_state, i.subject, i.payload, i.attachments, i.suggestion,
        d.verdict, d.reason_code_id, d.evidence_hash, d.lease_token AS decision_lease_token,
        d.reviewer_id AS maker_id, q.qa_rate,
        """
