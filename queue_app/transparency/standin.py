@@ -77,6 +77,7 @@ class StandIn:
         self._server = ThreadingHTTPServer((host, port), _handler_for(self))
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
+        self._serving = False
 
     # -- running ---------------------------------------------------------------------------------
 
@@ -89,19 +90,26 @@ class StandIn:
 
     def start(self) -> StandIn:
         """Serve in a background thread and return self."""
+        self._serving = True
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="tdb-standin", daemon=True
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="tdb-standin",
+            daemon=True,
         )
         self._thread.start()
         return self
 
     def serve_forever(self) -> None:
         """Serve in the calling thread until shutdown() is called from another."""
+        self._serving = True
         self._server.serve_forever()
 
     def shutdown(self) -> None:
-        """Stop serving and close the listening socket."""
-        self._server.shutdown()
+        """Stop serving (if it started) and close the listening socket."""
+        # socketserver's shutdown() waits for a serve_forever() that may never have begun.
+        if self._serving:
+            self._server.shutdown()
         self._server.server_close()
         if self._thread is not None:
             self._thread.join()
