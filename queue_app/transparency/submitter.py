@@ -10,6 +10,7 @@ What makes it safe to repeat: the database refuses a PUID it already holds, answ
 errors.existing_puids. A 201 whose answer was lost (the connection dropped after the store) is
 therefore retried as an ordinary failure, and the retry's 422 names the PUIDs that made it; those
 count as delivered and the rest are sent again. No statement is stored twice, none is dropped.
+The database never replaces what a PUID holds: a corrected statement needs a PUID of its own.
 """
 
 from __future__ import annotations
@@ -81,6 +82,24 @@ class SubmissionResult:
     def retryable(self) -> bool:
         """Say whether pending statements wait only for a later try."""
         return bool(self.pending) and self.failure is None
+
+    def outcome(self, puid: str) -> str:
+        """Return "delivered", "rejected", "retry" or "failed" for one statement of the call."""
+        if puid in self.delivered:
+            return "delivered"
+        if puid in self.rejected:
+            return "rejected"
+        if puid in self.pending:
+            return "failed" if self.failure is not None else "retry"
+        raise KeyError(f"{puid!r} was not part of this submission")
+
+    def explain(self, puid: str) -> str:
+        """Return why a statement was not delivered, in lines an operator can act on."""
+        if puid in self.rejected:
+            return contract.describe(self.rejected[puid])
+        if puid in self.pending:
+            return self.detail
+        return ""
 
 
 def backoff_bounds(

@@ -125,6 +125,17 @@ def test_a_422_names_each_refused_statement_and_the_rest_go_through(standin: Sta
     assert not result.pending and not result.retryable and not result.complete
     assert [c.status for c in standin.calls] == [422, 201]
     assert standin.stored_puids() == ["f-0", "f-2", "f-4"]
+    assert [result.outcome(f"f-{n}") for n in range(5)] == [
+        "delivered",
+        "rejected",
+        "delivered",
+        "rejected",
+        "delivered",
+    ]
+    assert sorted(result.explain("f-3").splitlines()) == [
+        "content_date: must be a real calendar date; got '2026-02-30'",
+        "decision_facts: must be at most 5000 characters (it has 5001)",
+    ]
 
 
 def test_the_local_check_refuses_before_sending(standin: StandIn) -> None:
@@ -177,6 +188,10 @@ def test_it_gives_up_after_its_attempts_and_says_when_to_try_again(standin: Stan
     )
     assert result.retryable and result.pending == ["rc-kyc-0", "rc-kyc-1"]
     assert result.last_status == 500 and result.retry_after is not None
+    assert result.outcome("rc-kyc-0") == "retry"
+    assert "500 from http://127.0.0.1:" in result.explain("rc-kyc-0")
+    with pytest.raises(KeyError):
+        result.outcome("never-sent")
     assert standin.stored_puids() == []
 
 
@@ -192,6 +207,7 @@ def test_a_401_fails_without_retry_and_never_shows_the_token(
     assert result.failure.startswith("401 from ") and TOKEN_ENV in result.failure
     assert result.pending == ["rc-kyc-0", "rc-kyc-1"] and result.retry_after is None
     assert result.calls == 1
+    assert result.outcome("rc-kyc-1") == "failed" and result.explain("rc-kyc-1") == result.failure
     assert "an-old-revoked-token" not in caplog.text + repr(result)
     assert TOKEN not in caplog.text
 
