@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import date
 from functools import cache, partial
 from pathlib import Path
@@ -215,6 +215,19 @@ def validate_statement(statement: Mapping[str, Any]) -> Errors:
         if field.startswith("end_date_") and application is not None and day < application:
             refuse(field, f"must not be before application_date ({application.isoformat()})")
     return errors
+
+
+def validate_partial(values: Mapping[str, Any], *, required: Iterable[str] = ()) -> Errors:
+    """Return the errors of the fields given (and of `required`), for part of a statement.
+
+    For what is set before a decision exists (a queue's mapping of a reason code: ground,
+    category, keywords, legal ground, reference URL): the rules between the fields given still
+    apply, the fields a full statement needs and the part leaves out are not asked for.
+    """
+    if not isinstance(values, Mapping):
+        return validate_statement(values)
+    wanted = set(values) | set(required)
+    return {field: why for field, why in validate_statement(values).items() if field in wanted}
 
 
 def duplicate_puids(statements: list[Any]) -> list[str]:

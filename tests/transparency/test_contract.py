@@ -437,6 +437,39 @@ def test_it_reports_every_broken_rule_at_once() -> None:
     assert "category: must be one of the 16 values" in contract.describe(errors)
 
 
+# -- part of a statement (a queue's mapping of a reason code) -------------------------------------
+
+
+def test_part_of_a_statement_is_checked_for_what_it_gives() -> None:
+    mapping = {
+        "decision_ground": INCOMPATIBLE,
+        "incompatible_content_ground": "Terms, section 4",
+        "category": "STATEMENT_CATEGORY_SCAMS_AND_FRAUD",
+        "category_specification": ["KEYWORD_PHISHING"],
+        "decision_ground_reference_url": "https://example.org/terms#4",
+    }
+    assert contract.validate_partial(mapping) == {}
+    ground_fields = contract.GROUND_REQUIRED[INCOMPATIBLE]
+    assert contract.validate_partial(mapping, required=ground_fields) == {
+        "incompatible_content_explanation": [f"is required when decision_ground is {INCOMPATIBLE}"]
+    }
+    wrong = mapping | {
+        "category": "STATEMENT_CATEGORY_SPAM",
+        "illegal_content_legal_ground": "Law 1",
+        "decision_ground_reference_url": "terms#4",
+        "category_specification_other": "Fake shop",
+    }
+    assert set(contract.validate_partial(wrong)) == {
+        "category",
+        "illegal_content_legal_ground",
+        "decision_ground_reference_url",
+        "category_specification_other",
+    }
+    assert contract.validate_partial("mapping") == {
+        "statement": ["must be a JSON object of fields"]
+    }
+
+
 # -- batches ---------------------------------------------------------------------------------------
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -77,6 +78,19 @@ def test_it_refuses_a_request_that_is_not_json(
 ) -> None:
     answer = call(standin, "POST", ONE, illegal_statement(), headers=headers, raw=raw)
     assert answer[0] == status
+    assert standin.stored_puids() == []
+
+
+def test_it_refuses_a_body_too_large_without_reading_it(standin: StandIn) -> None:
+    host, port = standin.base_url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        connection.sendall(
+            b"POST /api/v1/statements HTTP/1.1\r\nHost: x\r\n"
+            b"Authorization: Bearer " + TOKEN.encode() + b"\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 999999999\r\n\r\n"
+        )
+        status_line = connection.makefile("rb").readline()
+    assert status_line.startswith(b"HTTP/1.1 413 ")
     assert standin.stored_puids() == []
 
 
