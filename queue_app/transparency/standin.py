@@ -12,6 +12,7 @@ command line with `manage.py run_tdb_standin --port 8765`.
 
 from __future__ import annotations
 
+import hmac
 import json
 import threading
 import uuid
@@ -159,7 +160,8 @@ class StandIn:
                 extra = {"Retry-After": retry_after} if retry_after is not None else {}
                 message = "Too Many Attempts." if status == 429 else "Service Unavailable."
                 return _json(status, {"message": message}, extra)
-        if headers.get("authorization", "") != f"Bearer {self._token}":
+        presented = headers.get("authorization", "").encode()
+        if not hmac.compare_digest(presented, f"Bearer {self._token}".encode()):
             return _json(401, {"message": "Unauthenticated."})
         if "application/json" not in headers.get("accept", ""):
             return _json(406, {"message": "Send Accept: application/json."})
