@@ -96,6 +96,8 @@ def stop_automation(*, operator: User, queue: Queue | None = None, url: str = ""
     _require_stop_permission(operator)
     with transaction.atomic(), _history(operator, url):
         if queue is None:
+            # The migration made the row; a test database's flush may not have kept it.
+            AutomationSwitch.objects.get_or_create(pk=1)
             AutomationSwitch.objects.filter(pk=1, stopped_at__isnull=True).update(stopped_at=Now())
             stopped = AutomationSwitch.objects.values_list("stopped_at", flat=True).get(pk=1)
         else:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from queue_app.models import Queue, ReviewItem
+from queue_app.models import AutomationSwitch, Queue, ReviewItem
 from queue_app.services import create_item
 
 _keys = iter(range(10**9))
@@ -43,6 +43,12 @@ def arrive(queue: Queue, sugg: dict[str, Any] | None = None, **fields: Any) -> R
     )
     assert created
     return item
+
+
+@pytest.fixture(autouse=True)
+def _switch_row(db) -> None:
+    """The global switch's one row, made by the migration: a transactional test's flush drops it."""
+    AutomationSwitch.objects.get_or_create(pk=1)
 
 
 @pytest.fixture

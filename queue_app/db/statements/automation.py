@@ -33,10 +33,11 @@ WITH src AS (
                                                     true)
                         THEN 'awaiting_check' ELSE 'decided' END,
            decided_at = now()
-      FROM queue_app_queue AS q, queue_app_automationswitch AS s
+      FROM queue_app_queue AS q
      WHERE i.id = %(item_id)s AND i.queue_id = %(queue_id)s AND i.state = 'pending'
-       AND q.id = i.queue_id AND s.id = 1
-       AND s.stopped_at IS NULL AND q.automation_stopped_at IS NULL
+       AND q.id = i.queue_id AND q.automation_stopped_at IS NULL
+       AND NOT EXISTS (SELECT 1 FROM queue_app_automationswitch AS s
+                        WHERE s.id = 1 AND s.stopped_at IS NOT NULL)
        AND q.auto_decide_above IS NOT NULL
        AND EXISTS (SELECT 1 FROM auth_user AS u
                     WHERE u.id = q.auto_decide_user_id AND u.is_active)
