@@ -6,8 +6,9 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 
+from queue_app.admin.permissions import admin_group_permissions
 from queue_app.models import AutomationSwitch, Queue, ReviewItem
 from queue_app.services import create_item
 
@@ -64,6 +65,16 @@ def automate(queue: Queue, user: User, *, above: str = "0.90", qa_rate: str = "5
     queue.auto_decide_qa_rate = Decimal(qa_rate)
     queue.save()
     return queue
+
+
+@pytest.fixture
+def compliance(db) -> User:
+    """Staff in the Admins group, with the permissions seed_demo gives it (the stop among them)."""
+    group = Group.objects.create(name="Admins")
+    group.permissions.set(admin_group_permissions())
+    user = User.objects.create_user("casey", password="pw-casey", is_staff=True)
+    user.groups.add(group)
+    return user
 
 
 @pytest.fixture
