@@ -89,6 +89,27 @@ def test_a_machine_only_policy_sends_the_machines_decision_to_a_check(queue, mac
     item.refresh_from_db()
     assert item.state == ItemState.DECIDED
     assert EffectJob.objects.filter(decision__item=item).count() == 1
+    # Drawn at confirmation, at the rate for automatic decisions (people's rate here is 0).
+    assert queue.qa_rate == 0
+    [qa] = _qa_tasks(item)
+    assert qa.maker_id == machine.pk
+
+
+def test_a_confirmed_machine_decision_is_drawn_by_its_own_draw(queue, machine, bob):
+    automate(queue, machine, qa_rate="50")
+    queue.qa_rate = Decimal("100")  # people's rate: not the one that applies
+    queue.save()
+    CheckPolicy.objects.create(queue=queue, verdict="approve", path="", machine_only=True)
+    items = [arrive(queue, suggestion("approve", "0.95")) for _ in range(6)]
+
+    for _ in items:
+        held = claim_lane_task(queue=queue, kind="check", user=bob)
+        assert held is not None
+        confirm_check(task_id=held.pk, user=bob, lease_token=held.lease_token)
+
+    for item in items:
+        expected = draw_samples(automatic_qa_draw(item_id=item.pk), Decimal("50"))
+        assert bool(_qa_tasks(item)) is expected
 
 
 def test_a_machine_only_policy_does_not_hold_peoples_decisions(queue, machine, alice):
