@@ -1971,7 +1971,7 @@ UPDATE queue_app_reviewitem AS i
 -- automation: Automatic decisions: the machine's suggestion taken as the decision at intake.
 
 -- name: AUTO_DECIDE
--- Record a new item's suggestion as its queue's automatic decision, with its effect job, event and lane task.
+-- Take a new item's suggestion as its queue's automatic decision, at intake.
 WITH src AS (
     UPDATE queue_app_reviewitem AS i
        SET state = CASE WHEN queue_app_check_needed(q.id, i.suggestion ->> 'verdict', i.payload,

@@ -7,6 +7,7 @@ import logging
 import pytest
 from django.db import connection
 
+from queue_app.chain import seal_all, verify_chain
 from queue_app.models import (
     AutomationSwitch,
     Decision,
@@ -145,3 +146,13 @@ def _now():
     with connection.cursor() as cursor:
         cursor.execute("SELECT now()")
         return cursor.fetchone()[0]
+
+
+def test_the_chain_seals_and_verifies_an_automatic_decision(auto_queue):
+    arrive(auto_queue, suggestion("approve", "0.99"))
+    arrive(auto_queue, suggestion("reject", "0.5"))  # pending, no decision
+
+    assert seal_all() >= 1
+    result = verify_chain()
+    assert result.ok, result.message
+    assert result.checked == 1

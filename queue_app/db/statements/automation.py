@@ -4,10 +4,7 @@ from __future__ import annotations
 
 # What each statement does, in one line: db/statements.sql heads each statement with it.
 PURPOSE = {
-    "AUTO_DECIDE": (
-        "Record a new item's suggestion as its queue's automatic decision, with its effect job, "
-        "event and lane task."
-    ),
+    "AUTO_DECIDE": "Take a new item's suggestion as its queue's automatic decision, at intake.",
 }
 
 # Take a new item's suggestion as the decision of its queue's automation user, in the intake's
