@@ -39,6 +39,16 @@ def qa_draw(*, item_id: int, lease_token: UUID | str) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
+# What an automatic decision's draw is keyed on in place of a lease token: it had no lease, and
+# an item is decided automatically at most once (at intake), so the item id alone is unique.
+AUTOMATIC_DRAW = "automatic"
+
+
+def automatic_qa_draw(*, item_id: int) -> int:
+    """The QA draw of the automatic decision on this item (qa_draw, reproducible the same way)."""
+    return qa_draw(item_id=item_id, lease_token=AUTOMATIC_DRAW)
+
+
 def draw_samples(draw: int, rate_percent: Decimal | int | str) -> bool:
     """Whether a draw falls below a rate given in percent (two decimals), decided exactly.
 

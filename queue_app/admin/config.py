@@ -15,11 +15,18 @@ from queue_app.admin.filters import (
 )
 from queue_app.admin.forms import QueueForm, ReasonCodeForm, reason_code_in_use
 from queue_app.models import (
+    AutomationSwitch,
     CheckPolicy,
     EvidenceRule,
     HoldReason,
     Queue,
     ReasonCode,
+)
+from queue_app.services.access import hold_permission
+from queue_app.services.automation import (
+    STOP_PERMISSION,
+    restart_automation,
+    stop_automation,
 )
 
 
@@ -45,18 +52,38 @@ class CheckPolicyInline(admin.TabularInline):
     """Maker-checker: which verdicts need a second person's check before their effect runs.
 
     Empty path: always. A path and a threshold: when the payload's number there is at or
-    above it (compared exactly; a missing or non-numeric value needs a check too).
+    above it (compared exactly; a missing or non-numeric value needs a check too). Automatic
+    decisions only: a person confirms the machine's decisions of the verdict, not people's.
     """
 
     model = CheckPolicy
     extra = 0
-    fields = ("verdict", "path", "threshold")
+    fields = ("verdict", "path", "threshold", "machine_only")
     verbose_name = "maker-checker policy"
     verbose_name_plural = "maker-checker policies (decisions that need a checker)"
 
 
+class StopSwitchAdmin(HeldPermissionAdmin):
+    """An admin with actions that press a stop switch (services.automation)."""
+
+    def has_stop_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm(STOP_PERMISSION)
+
+    def hold(self, request: HttpRequest, action: str) -> None:
+        # The stop actions' permission is not one of the model's add/change/delete.
+        if action != "stop":
+            super().hold(request, action)
+            return
+        hold_permission(
+            user=request.user,
+            perm=STOP_PERMISSION,
+            refusal="You no longer have permission to stop automatic decisions. "
+            "Nothing was changed.",
+        )
+
+
 @admin.register(Queue)
-class QueueAdmin(HeldPermissionAdmin):
+class QueueAdmin(StopSwitchAdmin):
     form = QueueForm
     list_display = (
         "slug",
@@ -66,6 +93,8 @@ class QueueAdmin(HeldPermissionAdmin):
         "escalation_queue",
         "effect",
         "max_in_flight",
+        "auto_decide_above",
+        "automation_stopped_at",
     )
     list_select_related = ("escalation_queue",)
     search_fields = ("slug", "name")
@@ -81,7 +110,76 @@ class QueueAdmin(HeldPermissionAdmin):
         ("Access", {"fields": ("reviewer_groups",)}),
         # Second-person controls: maker-checker policies are the inline below.
         ("QA sampling", {"fields": ("qa_rate",)}),
+        (
+            "Machine suggestions and automatic decisions",
+            {
+                "fields": (
+                    "suggestion_display",
+                    "auto_decide_above",
+                    "auto_decide_user",
+                    "auto_decide_qa_rate",
+                    "automation_stopped_at",
+                ),
+                "description": (
+                    "A suggestion at or above the confidence is taken as the decision of the "
+                    "automation user when the item arrives; a share of those goes to blind QA, "
+                    "and a maker-checker policy for automatic decisions only (below) makes a "
+                    "person confirm them. The stop switch is pressed from the queue list's "
+                    "actions or on /ops/."
+                ),
+            },
+        ),
     )
+    readonly_fields = ("automation_stopped_at",)
+    actions = ("stop_queues", "restart_queues")
+
+    @admin.action(description="Stop automatic decisions (people decide)", permissions=["stop"])
+    def stop_queues(self, request: HttpRequest, queryset: QuerySet[Queue]) -> None:
+        for queue in queryset:
+            stop_automation(operator=request.user, queue=queue, url=request.path)
+        self.message_user(
+            request,
+            f"Automatic decisions stopped in {len(queryset)} queue(s).",
+            messages.WARNING,
+        )
+
+    @admin.action(description="Restart automatic decisions", permissions=["stop"])
+    def restart_queues(self, request: HttpRequest, queryset: QuerySet[Queue]) -> None:
+        count = sum(
+            restart_automation(operator=request.user, queue=queue, url=request.path)
+            for queue in queryset
+        )
+        self.message_user(
+            request, f"Automatic decisions restarted in {count} queue(s).", messages.SUCCESS
+        )
+
+
+@admin.register(AutomationSwitch)
+class AutomationSwitchAdmin(StopSwitchAdmin):
+    """The stop switch for all queues: pressed by an action (the database's clock), never typed."""
+
+    list_display = ("__str__", "stopped_at")
+    readonly_fields = ("stopped_at",)
+    actions = ("stop_all", "restart_all")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # one row, made by the migration
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_view_permission(request, obj) or self.has_stop_permission(request)
+
+    @admin.action(description="Stop automatic decisions in every queue", permissions=["stop"])
+    def stop_all(self, request: HttpRequest, queryset: QuerySet[AutomationSwitch]) -> None:
+        stop_automation(operator=request.user, url=request.path)
+        self.message_user(request, "Automatic decisions stopped in every queue.", messages.WARNING)
+
+    @admin.action(description="Restart automatic decisions in every queue", permissions=["stop"])
+    def restart_all(self, request: HttpRequest, queryset: QuerySet[AutomationSwitch]) -> None:
+        restart_automation(operator=request.user, url=request.path)
+        self.message_user(request, "Automatic decisions restarted.", messages.SUCCESS)
 
 
 @admin.register(ReasonCode)

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any, cast
 
 from django import forms
 
 from queue_app import effects
-from queue_app.models import CORRECTED_VERDICTS, Decision, Queue, ReasonCode, Verdict
+from queue_app.models import (
+    CORRECTED_VERDICTS,
+    Decision,
+    Queue,
+    ReasonCode,
+    SuggestionDisplay,
+    Verdict,
+)
 from queue_app.services import NOTE_MAX_LENGTH, reason_codes_for
 
 
@@ -89,6 +97,10 @@ class QueueForm(forms.ModelForm):
             "webhook_url",
             "webhook_secret_env",
             "reviewer_groups",
+            "suggestion_display",
+            "auto_decide_above",
+            "auto_decide_user",
+            "auto_decide_qa_rate",
         )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -102,6 +114,18 @@ class QueueForm(forms.ModelForm):
             names.append(current)
         effect = cast(forms.ChoiceField, self.fields["effect"])  # as declared above
         effect.choices = [(name, name) for name in names]
+        # Left out of a post (a script's, an older page's): the model's defaults, as before
+        # these settings existed, rather than an error about a field it never sent.
+        for name in ("suggestion_display", "auto_decide_qa_rate"):
+            if name in self.fields:
+                self.fields[name].required = False
+
+    def clean_suggestion_display(self) -> str:
+        return self.cleaned_data.get("suggestion_display") or SuggestionDisplay.ON_REQUEST
+
+    def clean_auto_decide_qa_rate(self) -> Decimal:
+        rate = self.cleaned_data.get("auto_decide_qa_rate")
+        return Decimal(0) if rate is None else rate
 
     def clean(self) -> dict[str, Any]:
         # ModelForm.clean returns cleaned_data; the stubs allow None for overrides.
@@ -111,7 +135,42 @@ class QueueForm(forms.ModelForm):
         escalation = cleaned.get("escalation_queue")
         if escalation is not None and self.instance.pk and escalation.pk == self.instance.pk:
             self.add_error("escalation_queue", "A queue cannot escalate to itself.")
+        self._clean_automation(cleaned)
         return cleaned
+
+    def _clean_automation(self, cleaned: dict[str, Any]) -> None:
+        # The database refuses the same (queue_auto_decide_complete); said here field by field.
+        threshold = cleaned.get("auto_decide_above")
+        rate = cleaned.get("auto_decide_qa_rate")
+        if rate is not None and not 0 <= rate <= 100:
+            self.add_error("auto_decide_qa_rate", "A percentage: from 0 to 100.")
+        if threshold is None:
+            return
+        if not 0 < threshold <= 1:
+            self.add_error(
+                "auto_decide_above",
+                "A confidence above 0 and at most 1 (0.95: suggestions of 95 % or more). "
+                "Leave it empty for people to decide everything.",
+            )
+        if cleaned.get("auto_decide_user") is None and "auto_decide_user" not in self.errors:
+            self.add_error(
+                "auto_decide_user",
+                "Automatic decisions are recorded under a service user: choose one.",
+            )
+        elif (
+            cleaned.get("auto_decide_user") is not None
+            and not cleaned["auto_decide_user"].is_active
+        ):
+            self.add_error(
+                "auto_decide_user",
+                "That user is deactivated: it would decide nothing. Choose an active one.",
+            )
+        if rate is not None and rate <= 0 and "auto_decide_qa_rate" not in self.errors:
+            self.add_error(
+                "auto_decide_qa_rate",
+                "Automatic decisions need a QA sample above 0 %: people review a share of them "
+                "blind, which is how their quality is known.",
+            )
 
 
 def reason_code_in_use(reason: ReasonCode) -> bool:

@@ -1146,6 +1146,7 @@ SELECT t.id, t.kind, t.queue_id, t.item_id, t.decision_id, t.lease_token,
        i.state AS item_state, i.subject, i.payload, i.attachments, i.suggestion,
        d.verdict, d.reason_code_id, d.evidence_hash, d.lease_token AS decision_lease_token,
        d.reviewer_id AS maker_id, q.qa_rate,
+       d.suggestion_view = 'automatic' IS TRUE AS automatic, q.auto_decide_qa_rate,
        (NOT EXISTS (SELECT 1 FROM queue_app_apiclient AS c WHERE c.user_id = %(owner_id)s)
      AND CASE WHEN t.kind = 'adjudication' THEN EXISTS (
     SELECT 1 FROM auth_user AS u
@@ -1965,3 +1966,75 @@ UPDATE queue_app_reviewitem AS i
    AND i.subject = u.subject
    AND i.payload::text = u.payload
    AND i.attachments::text = u.attachments;
+
+-- ===============================================================================================
+-- automation: Automatic decisions: the machine's suggestion taken as the decision at intake.
+
+-- name: AUTO_DECIDE
+-- Take a new item's suggestion as its queue's automatic decision, at intake.
+WITH src AS (
+    UPDATE queue_app_reviewitem AS i
+       SET state = CASE WHEN queue_app_check_needed(q.id, i.suggestion ->> 'verdict', i.payload,
+                                                    true)
+                        THEN 'awaiting_check' ELSE 'decided' END,
+           decided_at = now()
+      FROM queue_app_queue AS q
+     WHERE i.id = %(item_id)s AND i.queue_id = %(queue_id)s AND i.state = 'pending'
+       AND q.id = i.queue_id AND q.automation_stopped_at IS NULL
+       AND NOT EXISTS (SELECT 1 FROM queue_app_automationswitch AS s
+                        WHERE s.id = 1 AND s.stopped_at IS NOT NULL)
+       AND q.auto_decide_above IS NOT NULL
+       AND EXISTS (SELECT 1 FROM auth_user AS u
+                    WHERE u.id = q.auto_decide_user_id AND u.is_active)
+       AND i.suggestion ->> 'verdict' IN ('approve', 'reject')
+       AND CASE WHEN i.suggestion ->> 'confidence' ~ '^[0-9]+(\.[0-9]+)?$'
+                THEN (i.suggestion ->> 'confidence')::numeric >= q.auto_decide_above
+                ELSE false END
+ RETURNING i.id AS item_id, i.queue_id, i.evidence_hash, i.state = 'awaiting_check' AS needs_check,
+           (i.state = 'decided'
+            AND %(qa_draw)s::numeric * 10000
+                < q.auto_decide_qa_rate * 100 * 18446744073709551616)
+           IS TRUE AS qa_sampled,
+           CASE WHEN i.state = 'awaiting_check' THEN i.due_at END AS due_at,
+           q.auto_decide_user_id AS reviewer_id, q.auto_decide_above AS threshold,
+           i.suggestion
+), decision AS (
+    INSERT INTO queue_app_decision
+           (item_id, queue_id, reviewer_id, verdict, reason_code_id, evidence_hash, note,
+            supersedes_id, corrected_verdict, lease_token, created_at, chain_hash,
+            suggestion_view)
+    SELECT src.item_id, src.queue_id, src.reviewer_id, src.suggestion ->> 'verdict',
+           (SELECT r.id FROM queue_app_reasoncode AS r
+             WHERE r.queue_id = src.queue_id AND r.verdict = src.suggestion ->> 'verdict'
+               AND r.code = src.suggestion ->> 'reason_code' AND r.retired_at IS NULL),
+           src.evidence_hash, '', NULL, NULL, NULL, now(), '', 'automatic'
+      FROM src
+ RETURNING *
+), job AS (
+    -- A decision that needs a check gets its effect job only when a checker confirms it
+    -- (lanes_sql.CONFIRM_CHECK).
+    INSERT INTO queue_app_effectjob
+           (decision_id, queue_id, created_at, attempts, next_attempt_at, last_error, dead)
+    SELECT decision.id, decision.queue_id, now(), 0, now(), '', false
+      FROM decision, src WHERE NOT src.needs_check
+), events AS (
+    INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
+    SELECT decision.item_id, 'auto_decided', decision.reviewer_id, now(),
+           jsonb_build_object('decision_id', decision.id, 'verdict', decision.verdict,
+                              'confidence', src.suggestion -> 'confidence',
+                              'threshold', src.threshold::text,
+                              'model', src.suggestion -> 'model',
+                              'awaiting_check', src.needs_check,
+                              'qa_sampled', src.qa_sampled)
+      FROM decision, src
+), lane AS (
+    INSERT INTO queue_app_lanetask
+           (kind, queue_id, item_id, decision_id, maker_id, state, lease_count, due_at,
+            created_at)
+    SELECT CASE WHEN src.needs_check THEN 'check' ELSE 'qa' END,
+           decision.queue_id, decision.item_id, decision.id, decision.reviewer_id, 'open', 0,
+           src.due_at, now()
+      FROM decision, src WHERE src.needs_check OR src.qa_sampled
+)
+SELECT decision.*, src.needs_check AS awaiting_check, src.qa_sampled
+  FROM decision, src;

@@ -299,6 +299,9 @@ class AutomationSwitch(models.Model):
 
     class Meta:
         verbose_name = "automation stop switch"
+        # Pressing a queue's switch, or this one, on /ops/: an operator's power that needs no
+        # other change of a queue's configuration.
+        permissions = [("can_stop_automation", "Can stop and restart automatic decisions")]
         constraints = [models.CheckConstraint(condition=Q(id=1), name="automationswitch_one_row")]
 
     def __str__(self) -> str:

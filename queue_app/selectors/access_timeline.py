@@ -36,6 +36,7 @@ KINDS: dict[str, str] = {
     "queue_app.ApiClientEvent": "API client",
     "queue_app.ApiClientQueueEvent": "API client queue",
     "queue_app.QueueConfigEvent": "queue configuration",
+    "queue_app.AutomationSwitchEvent": "automatic decisions, all queues",
     "queue_app.ReasonCodeEvent": "reason code",
     "queue_app.CheckPolicyEvent": "check policy",
     "queue_app.HoldReasonEvent": "hold reason",
@@ -166,6 +167,7 @@ def _subject(event: Any, names: _Names) -> str:
             f"API client {names.of('client', data.get('apiclient_id'))} on queue {queue}"
         ),
         "queue_app.QueueConfigEvent": lambda: f"queue {data.get('slug')} (#{event.pgh_obj_id})",
+        "queue_app.AutomationSwitchEvent": lambda: "stop switch for every queue",
         "queue_app.ReasonCodeEvent": lambda: (
             f"reason {data.get('verdict')}/{data.get('code')} of queue "
             f"{names.of('queue', data.get('queue_id'))}"

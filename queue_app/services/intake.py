@@ -21,6 +21,7 @@ from queue_app.services._common import (
     signed_in_id,
 )
 from queue_app.services.access import require_may_send_evidence
+from queue_app.services.automation import decide_automatically
 from queue_app.services.deadlines import initial_due_at
 from queue_app.services.holds import resume_hold
 
@@ -38,6 +39,7 @@ def create_item(
     due_at: datetime | None = None,
     sla_seconds: int | None = None,
     subject_key: str | None = None,
+    suggestion: dict[str, Any] | None = None,
 ) -> tuple[ReviewItem, bool]:
     """Create an item once per (queue, client, idempotency key); return (item, created).
 
@@ -47,6 +49,8 @@ def create_item(
     hash is an IdempotencyConflict, which names the item only if the caller can still see it.
     The deadline is due_at, else receipt + sla_seconds, else the queue's default SLA
     (services.deadlines.initial_due_at; InvalidDeadline for bad input, before anything is written).
+    An item with a suggestion may be decided by the machine in the same transaction
+    (services.automation.decide_automatically); it is then returned decided or awaiting a check.
     """
     deadline = initial_due_at(
         queue=queue, received_at=timezone.now(), due_at=due_at, sla_seconds=sla_seconds
@@ -70,7 +74,11 @@ def create_item(
                     trace_id=trace_id or uuid.uuid4(),
                     due_at=deadline,
                     subject_key=subject_key or None,
-                    evidence_hash=arrival_evidence_hash(subject=subject, payload=payload),
+                    suggestion=suggestion,
+                    # With a suggestion, the hash of the row as stored (store_evidence_hash).
+                    evidence_hash=None
+                    if suggestion is not None
+                    else arrival_evidence_hash(subject=subject, payload=payload),
                 )
         except IntegrityError:
             existing = (
@@ -92,6 +100,7 @@ def create_item(
             kind=ItemEventKind.CREATED,
             detail={"priority": priority, "due_at": deadline.isoformat() if deadline else None},
         )
+        decide_automatically(item=item, queue=queue)
     return item, True
 
 

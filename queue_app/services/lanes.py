@@ -37,7 +37,7 @@ from queue_app.models import (
     Queue,
     Verdict,
 )
-from queue_app.second_person import QA_VERDICTS, qa_sampled
+from queue_app.second_person import QA_VERDICTS, automatic_qa_draw, draw_samples, qa_sampled
 from queue_app.services._common import (
     NOTE_MAX_LENGTH,
     User,
@@ -350,11 +350,19 @@ def confirm_check(
                     evidence_changed=True,
                 )
             else:
-                sampled = qa_sampled(
-                    item_id=row["item_id"],
-                    lease_token=row["decision_lease_token"],
-                    verdict=row["verdict"],
-                    rate_percent=row["qa_rate"],
+                sampled = (
+                    # The machine's decision is drawn at its own rate (services.automation).
+                    row["verdict"] in QA_VERDICTS
+                    and draw_samples(
+                        automatic_qa_draw(item_id=row["item_id"]), row["auto_decide_qa_rate"]
+                    )
+                    if row["automatic"]
+                    else qa_sampled(
+                        item_id=row["item_id"],
+                        lease_token=row["decision_lease_token"],
+                        verdict=row["verdict"],
+                        rate_percent=row["qa_rate"],
+                    )
                 )
                 outcome = _finish(
                     lanes_sql.CONFIRM_CHECK,

@@ -17,6 +17,7 @@ from types import ModuleType
 
 from queue_app.db.statements import (
     access,
+    automation,
     chain,
     decisions,
     evidence,
@@ -43,6 +44,7 @@ MODULES: tuple[ModuleType, ...] = (
     ops,
     mywork,
     evidence,
+    automation,
 )
 
 

@@ -197,6 +197,7 @@ SELECT t.id, t.kind, t.queue_id, t.item_id, t.decision_id, t.lease_token,
        i.state AS item_state, i.subject, i.payload, i.attachments, i.suggestion,
        d.verdict, d.reason_code_id, d.evidence_hash, d.lease_token AS decision_lease_token,
        d.reviewer_id AS maker_id, q.qa_rate,
+       d.suggestion_view = 'automatic' IS TRUE AS automatic, q.auto_decide_qa_rate,
        """
     + _MAY_WORK_LANE.format(kind="t.kind", queue="t.queue_id")
     + """ AS allowed
