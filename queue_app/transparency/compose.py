@@ -27,7 +27,8 @@ NOTE_MAX = 1500
 #: the contract checks, never free text, so nothing personal comes in this way.
 ITEM_OVERRIDES = ("territorial_scope", "content_type", "content_language", "content_date")
 OVERRIDE_KEY = "dsa"
-_PLACEHOLDER = re.compile(r"\{(\w*)\}")
+# Anything in braces is a placeholder, so "{item.subject}" is refused, not left as text.
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 PUID_PLACEHOLDERS = ("queue", "decision_id", "item_id")
 EXPLANATION_PLACEHOLDERS = ("reason", "reason_code", "note", "queue")
 

@@ -131,14 +131,15 @@ def _terms(values: Iterable[str]) -> list[str]:
 
 def redact(text: str, *, evidence: Iterable[str]) -> str:
     """Return text with every evidence value and anything that looks personal replaced."""
+    # The shapes first, so an address is removed whole rather than around a name inside it.
+    for pattern, replacement in PATTERNS:
+        text = pattern.sub(replacement, text)
     terms = _terms(evidence)
     if terms:
         # Word boundaries where the term starts or ends with a word character, so "Ann" is
         # removed from "Ann said" but not from "annual".
         alternatives = "|".join(_bounded(term) for term in terms)
         text = re.compile(alternatives, re.IGNORECASE | re.UNICODE).sub(REDACTED, text)
-    for pattern, replacement in PATTERNS:
-        text = pattern.sub(replacement, text)
     return text
 
 
