@@ -98,8 +98,10 @@ def apply_batch(
         jobs = fetch_prepared(outbox_sql.CLAIM_DUE_EFFECT_JOBS, {"limit": batch_size})
         if not jobs:
             return 0
+        # The queue's statement policy with it (NULL for most queues): no query per decision
+        # to learn that it needs no statement of reasons.
         decisions = Decision.objects.select_related(
-            "item", "queue", "queue__escalation_queue", "reason_code"
+            "item", "queue", "queue__escalation_queue", "queue__statement_policy", "reason_code"
         ).in_bulk([job["decision_id"] for job in jobs])
         for job in jobs:
             # Jobs not reached stay due: their locks go with this transaction's commit and the

@@ -14,6 +14,7 @@ import hashlib
 from datetime import UTC, date
 from typing import Any
 
+from django.core.exceptions import ObjectDoesNotExist
 from django.utils import timezone
 
 from queue_app.jsonutil import exact_dumps
@@ -121,8 +122,8 @@ def record_statement(*, decision: Decision) -> StatementOfReasons | None:
 
     Runs inside the apply worker's savepoint for the decision (queue_app/apply.py).
     """
-    policy = StatementPolicy.objects.filter(queue_id=decision.queue_id, restricts=True).first()
-    if policy is None:
+    policy = _policy_of(decision)
+    if policy is None or not policy.restricts:
         return None
     replaced = _replaced_statement(decision)
     if decision.standing_verdict == policy.restricting_verdict:
@@ -180,6 +181,14 @@ def _restriction(
     except compose.TemplateError as exc:
         return {"application_date": facts.application_date.isoformat()}, {"template": [str(exc)]}
     return statement, validate_statement(statement)
+
+
+def _policy_of(decision: Decision) -> StatementPolicy | None:
+    # Read with the decision by the apply worker's claim (select_related), else looked up.
+    try:
+        return decision.queue.statement_policy
+    except ObjectDoesNotExist:
+        return None
 
 
 def _replaced_statement(decision: Decision) -> StatementOfReasons | None:

@@ -10,6 +10,7 @@ import pytest
 from queue_app.api.auth import issue_api_client
 from queue_app.apply import apply_batch
 from queue_app.models import CheckPolicy, EffectJob, StatementOfReasons, StatementPolicy
+from queue_app.selectors.access_timeline import describe, history_events
 from queue_app.services import claim_lane_task, confirm_check, overturn_decision
 from queue_app.transparency.contract import validate_statement
 from tests.conftest import make_queue, with_overturn_permission
@@ -168,3 +169,31 @@ def test_a_reason_without_a_mapping_gives_a_failing_statement(posts, alice):
     assert statement.errors["reason_code"] == [
         "The reason document_expired has no statement mapping."
     ]
+
+
+def test_an_item_sets_its_own_scope_and_content_type_at_intake(posts, alice):
+    decide(
+        posts,
+        alice,
+        payload={
+            "text": "Buy followers",
+            "dsa": {"territorial_scope": ["AT"], "content_type": ["CONTENT_TYPE_IMAGE"]},
+        },
+    )
+    apply_batch()
+    statement = StatementOfReasons.objects.get()
+    assert statement.errors == {}
+    body = statement.statement
+    assert (body["territorial_scope"], body["content_type"]) == (["AT"], ["CONTENT_TYPE_IMAGE"])
+
+
+def test_an_item_that_sets_a_value_the_contract_refuses_gets_a_failing_statement(posts, alice):
+    decide(posts, alice, payload={"dsa": {"territorial_scope": ["US"]}})
+    assert apply_batch() == 1
+    assert "territorial_scope" in StatementOfReasons.objects.get().errors
+
+
+def test_the_policy_and_mappings_are_in_the_queues_configuration_history(posts):
+    rows = list(describe(history_events(queue=posts)))
+    kinds = {row.kind for row in rows}
+    assert {"statement policy", "reason's statement mapping"} <= kinds
