@@ -144,6 +144,12 @@ class ReasonMappingForm(forms.ModelForm):
         choices=[("", "—"), ("Yes", "Yes"), ("No", "No")], required=False
     )
     category = forms.ChoiceField(choices=())
+    reference_url = forms.URLField(
+        max_length=500,
+        required=False,
+        assume_scheme="https",
+        help_text=ReasonMapping._meta.get_field("reference_url").help_text,
+    )
     category_addition = forms.TypedMultipleChoiceField(choices=(), required=False)
     keywords = forms.TypedMultipleChoiceField(choices=(), required=False)
 

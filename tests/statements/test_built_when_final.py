@@ -9,9 +9,16 @@ import pytest
 
 from queue_app.api.auth import issue_api_client
 from queue_app.apply import apply_batch
-from queue_app.models import CheckPolicy, EffectJob, StatementOfReasons, StatementPolicy
+from queue_app.models import (
+    CheckPolicy,
+    Decision,
+    EffectJob,
+    StatementOfReasons,
+    StatementPolicy,
+)
 from queue_app.selectors.access_timeline import describe, history_events
 from queue_app.services import claim_lane_task, confirm_check, overturn_decision
+from queue_app.services.statements import automated_decision
 from queue_app.transparency.contract import validate_statement
 from tests.conftest import make_queue, with_overturn_permission
 from tests.statements.conftest import decide, give_policy, map_reason
@@ -197,3 +204,11 @@ def test_the_policy_and_mappings_are_in_the_queues_configuration_history(posts):
     rows = list(describe(history_events(queue=posts)))
     kinds = {row.kind for row in rows}
     assert {"statement policy", "reason's statement mapping"} <= kinds
+
+
+def test_the_machines_own_decision_is_fully_automated(alice):
+    # What the queue's automation user records when it takes the suggestion itself.
+    automatic = Decision(reviewer_id=alice.pk, suggestion_view="automatic")
+    shown = Decision(reviewer_id=alice.pk, suggestion_view="shown")
+    assert automated_decision(automatic) == "AUTOMATED_DECISION_FULLY"
+    assert automated_decision(shown) == "AUTOMATED_DECISION_NOT_AUTOMATED"
