@@ -5,7 +5,8 @@ locks are the claim: other workers walk past them, and a worker that dies releas
 its connection). Each decision then runs in its own savepoint:
 
     insert AppliedDecision ON CONFLICT DO NOTHING RETURNING
-    -> only if a row came back, and it says the decision still stands, run the effect handler
+    -> only if a row came back, and it says the decision still stands, build its statement of
+       reasons (if its queue's decisions restrict someone) and run the effect handler
     -> mark the job done
 
 so the proof, the effect's database writes and the done mark commit together or not at all.
@@ -45,6 +46,7 @@ from queue_app.db.statements import outbox as outbox_sql
 from queue_app.errors import EffectAborted, EffectError, InvalidBounds, PermanentEffectError
 from queue_app.jsonutil import exact_dumps
 from queue_app.models import AppliedStatus, Decision
+from queue_app.services import statements
 
 logger = logging.getLogger("queue_app.apply")
 
@@ -96,8 +98,10 @@ def apply_batch(
         jobs = fetch_prepared(outbox_sql.CLAIM_DUE_EFFECT_JOBS, {"limit": batch_size})
         if not jobs:
             return 0
+        # The queue's statement policy with it (NULL for most queues): no query per decision
+        # to learn that it needs no statement of reasons.
         decisions = Decision.objects.select_related(
-            "item", "queue", "queue__escalation_queue", "reason_code"
+            "item", "queue", "queue__escalation_queue", "queue__statement_policy", "reason_code"
         ).in_bulk([job["decision_id"] for job in jobs])
         for job in jobs:
             # Jobs not reached stay due: their locks go with this transaction's commit and the
@@ -142,6 +146,9 @@ def _apply_one_in_batch(decision: Decision, *, attempts: int, policy: RetryPolic
                 # verdict that no longer stands. The overturn's own job carries it out next.
                 result = {"superseded": True}
             else:
+                # The statement of reasons commits with the applied mark, so it is built once
+                # per final decision whatever happens to this worker (services/statements.py).
+                statements.record_statement(decision=decision)
                 result = _run_effect(effect, decision)
             fetch_prepared(outbox_sql.MARK_EFFECT_JOB_DONE, {"decision_id": decision.pk})
     except Exception as exc:

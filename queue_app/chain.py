@@ -12,8 +12,9 @@ Two parts, one log:
   hash, its position, its size and the root. The first batch chains to the old chain's head.
 
 Second-person outcomes (a checker's confirmation or return, a QA review, an adjudication) are
-sealed in the same batches, after the batch's decisions: the log an auditor
-reads is one, and so is its anchor.
+sealed in the same batches, after the batch's decisions, and statements of reasons after
+them (each leaf covers the statement's body as sent): the log an auditor reads is one, and so
+is its anchor.
 
 A decision or outcome altered afterwards changes its leaf, so its batch's root; a batch altered
 changes every later batch hash. What the chain alone cannot show (a rewrite with every later
@@ -137,11 +138,7 @@ def seal_pending(*, limit: int = SEAL_BATCH_LIMIT, wait: bool = False) -> int:
         size = len(taken)
         if not size:
             return 0
-        vanished = [
-            f"decision {r['id']}" if r["kind"] == "decision" else _outcome(r["id"])
-            for r in taken
-            if r["leaf"] is None
-        ]
+        vanished = [_entry(r["kind"], r["id"]) for r in taken if r["leaf"] is None]
         if vanished:
             # Rolled back with the block: the lists keep the entries, verify_decisions names
             # them, and doctor UNSEALED sees them wait. Nothing is sealed past a hole.
@@ -152,6 +149,7 @@ def seal_pending(*, limit: int = SEAL_BATCH_LIMIT, wait: bool = False) -> int:
             )
         rows = [r for r in taken if r["kind"] == "decision"]
         outcomes = [r for r in taken if r["kind"] == "outcome"]
+        statements = [r for r in taken if r["kind"] == "statement"]
         [previous] = fetch_dicts(chain_sql.SEAL_PREDECESSOR, {})
         root = merkle_root([bytes.fromhex(r["leaf"]) for r in taken]).hex()
         seq = previous["seq"] + 1
@@ -167,6 +165,8 @@ def seal_pending(*, limit: int = SEAL_BATCH_LIMIT, wait: bool = False) -> int:
                 "leaves": [r["leaf"] for r in rows],
                 "outcome_ids": [o["id"] for o in outcomes],
                 "outcome_leaves": [o["leaf"] for o in outcomes],
+                "statement_ids": [r["id"] for r in statements],
+                "statement_leaves": [r["leaf"] for r in statements],
             },
         )
     return size
@@ -244,11 +244,20 @@ def _first_break() -> Break | None:
             "neither sealed nor waiting to be sealed. Its place in the sealer's list was removed "
             "outside the application.",
         )
+    if accounts["first_unaccounted_statement"] is not None:
+        return Break(
+            None,
+            f"Decision chain broken at {_statement(accounts['first_unaccounted_statement'])}: "
+            "it is neither sealed nor waiting to be sealed. Its place in the sealer's list was "
+            "removed outside the application.",
+        )
     if accounts["first_vanished"] is not None:
         decision_id = accounts["first_vanished"]
         return Break(decision_id, _vanished(f"decision {decision_id}"))
     if accounts["first_vanished_outcome"] is not None:
         return Break(None, _vanished(_outcome(accounts["first_vanished_outcome"])))
+    if accounts["first_vanished_statement"] is not None:
+        return Break(None, _vanished(_statement(accounts["first_vanished_statement"])))
     return None
 
 
@@ -261,6 +270,16 @@ def _vanished(what: str) -> str:
 
 def _outcome(task_id: int) -> str:
     return f"the second-person outcome of lane task {task_id}"
+
+
+def _statement(statement_id: int) -> str:
+    return f"statement of reasons {statement_id}"
+
+
+def _entry(kind: str, entry_id: int) -> str:
+    if kind == "decision":
+        return f"decision {entry_id}"
+    return _outcome(entry_id) if kind == "outcome" else _statement(entry_id)
 
 
 def _first_broken_batch() -> Break | None:
@@ -288,7 +307,7 @@ def _first_broken_batch() -> Break | None:
         ):
             if sealed != now:
                 decision_id = entry_id if kind == "decision" else None
-                what = f"decision {entry_id}" if decision_id else _outcome(entry_id)
+                what = _entry(kind, entry_id)
                 return Break(
                     decision_id,
                     f"Decision chain broken at {what} ({where}): its contents no longer match "
@@ -319,7 +338,8 @@ class _Batch:
     prev_hash: str
     hash: str
     positions: list[int]
-    # ("decision", decision id) or ("outcome", lane task id), in position order.
+    # ("decision", decision id), ("outcome", lane task id) or ("statement", statement id), in
+    # position order.
     entries: list[tuple[str, int]]
     sealed_leaves: list[str]
     leaves: list[str]
@@ -353,13 +373,28 @@ def _batches() -> Iterator[_Batch]:
 
 def inclusion_proof(decision_id: int) -> dict[str, object] | None:
     """Return the proof that a sealed decision is in its batch, or None if not sealed yet."""
-    return _proof({"decision_id": decision_id, "outcome_id": None}, ("decision_id", decision_id))
+    return _proof(
+        {"decision_id": decision_id, "outcome_id": None, "statement_id": None},
+        ("decision_id", decision_id),
+    )
 
 
 def outcome_inclusion_proof(task_id: int) -> dict[str, object] | None:
     """Return the proof that a lane task's sealed outcome is in its batch, or None if not
     sealed yet."""
-    return _proof({"decision_id": None, "outcome_id": task_id}, ("lane_task_id", task_id))
+    return _proof(
+        {"decision_id": None, "outcome_id": task_id, "statement_id": None},
+        ("lane_task_id", task_id),
+    )
+
+
+def statement_inclusion_proof(statement_id: int) -> dict[str, object] | None:
+    """Return the proof that a sealed statement of reasons is in its batch, or None if not
+    sealed yet."""
+    return _proof(
+        {"decision_id": None, "outcome_id": None, "statement_id": statement_id},
+        ("statement_id", statement_id),
+    )
 
 
 def _proof(params: dict[str, int | None], named: tuple[str, int]) -> dict[str, object] | None:

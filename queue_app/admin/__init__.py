@@ -12,4 +12,5 @@ from queue_app.admin import (  # noqa: F401
     identity,
     items,
     outbox,
+    statements,
 )

@@ -15,6 +15,7 @@ READ_ONLY_MODELS = (
     "applieddecision",
     "itemevent",
     "chainverification",
+    "statementofreasons",
 )
 
 

@@ -420,6 +420,19 @@ AS $function$
   END, false)
 $function$;
 
+-- function queue_app_statement_leaf
+CREATE OR REPLACE FUNCTION public.queue_app_statement_leaf(s queue_app_statementofreasons)
+ RETURNS text
+ LANGUAGE sql
+ STABLE
+AS $function$
+  SELECT encode(sha256('\x00'::bytea || convert_to(concat_ws('|', 'statement_of_reasons', s.id, s.decision_id,
+                   coalesce(s.replaces_id::text, ''), s.kind, md5(s.puid),
+                   encode(sha256(convert_to(s.body, 'UTF8')), 'hex'), s.sha256,
+                   md5(s.errors::text),
+                   to_char(s.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')), 'UTF8')), 'hex')
+$function$;
+
 -- function queue_app_strip
 CREATE OR REPLACE FUNCTION public.queue_app_strip(p_text text)
  RETURNS text
@@ -2522,6 +2535,125 @@ AS $function$
                 END;
             $function$;
 
+-- === queue_app_reasonmapping ========================================================================
+-- constraint queue_app_reasonmapp_reason_code_id_1395e954_fk_queue_app
+ALTER TABLE queue_app_reasonmapping ADD CONSTRAINT queue_app_reasonmapp_reason_code_id_1395e954_fk_queue_app
+    FOREIGN KEY (reason_code_id) REFERENCES queue_app_reasoncode(id) DEFERRABLE INITIALLY DEFERRED;
+
+-- constraint queue_app_reasonmapping_queue_id_d85c2f4a_fk_queue_app_queue_id
+ALTER TABLE queue_app_reasonmapping ADD CONSTRAINT queue_app_reasonmapping_queue_id_d85c2f4a_fk_queue_app_queue_id
+    FOREIGN KEY (queue_id) REFERENCES queue_app_queue(id) DEFERRABLE INITIALLY DEFERRED;
+
+-- constraint queue_app_reasonmapping_reason_code_id_key
+ALTER TABLE queue_app_reasonmapping ADD CONSTRAINT queue_app_reasonmapping_reason_code_id_key
+    UNIQUE (reason_code_id);
+
+-- trigger pgtrigger_changed_update_4cf0b
+CREATE TRIGGER pgtrigger_changed_update_4cf0b AFTER UPDATE ON public.queue_app_reasonmapping FOR EACH ROW WHEN ((((old.category)::text IS DISTINCT FROM (new.category)::text) OR (old.category_addition IS DISTINCT FROM new.category_addition) OR ((old.decision_ground)::text IS DISTINCT FROM (new.decision_ground)::text) OR (old.explanation_template IS DISTINCT FROM new.explanation_template) OR ((old.ground)::text IS DISTINCT FROM (new.ground)::text) OR ((old.incompatible_content_illegal)::text IS DISTINCT FROM (new.incompatible_content_illegal)::text) OR ((old.keyword_other)::text IS DISTINCT FROM (new.keyword_other)::text) OR (old.keywords IS DISTINCT FROM new.keywords) OR (old.queue_id IS DISTINCT FROM new.queue_id) OR (old.reason_code_id IS DISTINCT FROM new.reason_code_id) OR ((old.reference_url)::text IS DISTINCT FROM (new.reference_url)::text))) EXECUTE FUNCTION pgtrigger_changed_update_4cf0b();
+
+-- trigger pgtrigger_created_insert_099a7
+CREATE TRIGGER pgtrigger_created_insert_099a7 AFTER INSERT ON public.queue_app_reasonmapping FOR EACH ROW EXECUTE FUNCTION pgtrigger_created_insert_099a7();
+
+-- trigger pgtrigger_deleted_delete_98b5c
+CREATE TRIGGER pgtrigger_deleted_delete_98b5c AFTER DELETE ON public.queue_app_reasonmapping FOR EACH ROW EXECUTE FUNCTION pgtrigger_deleted_delete_98b5c();
+
+-- function pgtrigger_changed_update_4cf0b
+CREATE OR REPLACE FUNCTION public.pgtrigger_changed_update_4cf0b()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+
+                BEGIN
+                    IF ("public"._pgtrigger_should_ignore(TG_NAME) IS TRUE) THEN
+                        IF (TG_OP = 'DELETE') THEN
+                            RETURN OLD;
+                        ELSE
+                            RETURN NEW;
+                        END IF;
+                    END IF;
+                    INSERT INTO "queue_app_reasonmappingevent" ("category", "category_addition", "decision_ground", "explanation_template", "ground", "incompatible_content_illegal", "keyword_other", "keywords", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "queue_id", "reason_code_id", "reference_url") VALUES (NEW."category", NEW."category_addition", NEW."decision_ground", NEW."explanation_template", NEW."ground", NEW."incompatible_content_illegal", NEW."keyword_other", NEW."keywords", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'changed', NEW."id", NEW."queue_id", NEW."reason_code_id", NEW."reference_url"); RETURN NULL;
+                END;
+            $function$;
+
+-- function pgtrigger_created_insert_099a7
+CREATE OR REPLACE FUNCTION public.pgtrigger_created_insert_099a7()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+
+                BEGIN
+                    IF ("public"._pgtrigger_should_ignore(TG_NAME) IS TRUE) THEN
+                        IF (TG_OP = 'DELETE') THEN
+                            RETURN OLD;
+                        ELSE
+                            RETURN NEW;
+                        END IF;
+                    END IF;
+                    INSERT INTO "queue_app_reasonmappingevent" ("category", "category_addition", "decision_ground", "explanation_template", "ground", "incompatible_content_illegal", "keyword_other", "keywords", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "queue_id", "reason_code_id", "reference_url") VALUES (NEW."category", NEW."category_addition", NEW."decision_ground", NEW."explanation_template", NEW."ground", NEW."incompatible_content_illegal", NEW."keyword_other", NEW."keywords", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'created', NEW."id", NEW."queue_id", NEW."reason_code_id", NEW."reference_url"); RETURN NULL;
+                END;
+            $function$;
+
+-- function pgtrigger_deleted_delete_98b5c
+CREATE OR REPLACE FUNCTION public.pgtrigger_deleted_delete_98b5c()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+
+                BEGIN
+                    IF ("public"._pgtrigger_should_ignore(TG_NAME) IS TRUE) THEN
+                        IF (TG_OP = 'DELETE') THEN
+                            RETURN OLD;
+                        ELSE
+                            RETURN NEW;
+                        END IF;
+                    END IF;
+                    INSERT INTO "queue_app_reasonmappingevent" ("category", "category_addition", "decision_ground", "explanation_template", "ground", "incompatible_content_illegal", "keyword_other", "keywords", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "queue_id", "reason_code_id", "reference_url") VALUES (OLD."category", OLD."category_addition", OLD."decision_ground", OLD."explanation_template", OLD."ground", OLD."incompatible_content_illegal", OLD."keyword_other", OLD."keywords", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'deleted', OLD."id", OLD."queue_id", OLD."reason_code_id", OLD."reference_url"); RETURN NULL;
+                END;
+            $function$;
+
+-- === queue_app_reasonmappingevent ===================================================================
+-- trigger pgtrigger_append_only_f6460
+CREATE TRIGGER pgtrigger_append_only_f6460 BEFORE DELETE OR UPDATE ON public.queue_app_reasonmappingevent FOR EACH ROW EXECUTE FUNCTION pgtrigger_append_only_f6460();
+
+-- trigger pgtrigger_no_truncate_39584
+CREATE TRIGGER pgtrigger_no_truncate_39584 BEFORE TRUNCATE ON public.queue_app_reasonmappingevent FOR EACH STATEMENT EXECUTE FUNCTION pgtrigger_no_truncate_39584();
+
+-- function pgtrigger_append_only_f6460
+CREATE OR REPLACE FUNCTION public.pgtrigger_append_only_f6460()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+
+                BEGIN
+                    IF ("public"._pgtrigger_should_ignore(TG_NAME) IS TRUE) THEN
+                        IF (TG_OP = 'DELETE') THEN
+                            RETURN OLD;
+                        ELSE
+                            RETURN NEW;
+                        END IF;
+                    END IF;
+                    RAISE EXCEPTION 'pgtrigger: Cannot update or delete rows from % table', TG_TABLE_NAME;
+                END;
+            $function$;
+
+-- function pgtrigger_no_truncate_39584
+CREATE OR REPLACE FUNCTION public.pgtrigger_no_truncate_39584()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+
+                BEGIN
+                    IF ("public"._pgtrigger_should_ignore(TG_NAME) IS TRUE) THEN
+                        IF (TG_OP = 'DELETE') THEN
+                            RETURN OLD;
+                        ELSE
+                            RETURN NEW;
+                        END IF;
+                    END IF;
+                    RAISE EXCEPTION '% is append-only: % refused', TG_TABLE_NAME, TG_OP USING ERRCODE = 'restrict_violation';
+                END;
+            $function$;
+
 -- === queue_app_reviewitem ===========================================================================
 -- constraint item_attachments_object
 ALTER TABLE queue_app_reviewitem ADD CONSTRAINT item_attachments_object
@@ -2888,6 +3020,196 @@ AS $function$
                 END;
             $function$;
 
+-- === queue_app_statemententry =======================================================================
+-- constraint queue_app_statemente_batch_id_06cf3015_fk_queue_app
+ALTER TABLE queue_app_statemententry ADD CONSTRAINT queue_app_statemente_batch_id_06cf3015_fk_queue_app
+    FOREIGN KEY (batch_id) REFERENCES queue_app_chainbatch(seq) DEFERRABLE INITIALLY DEFERRED;
+
+-- constraint queue_app_statemente_statement_id_81fbcaa0_fk_queue_app
+ALTER TABLE queue_app_statemententry ADD CONSTRAINT queue_app_statemente_statement_id_81fbcaa0_fk_queue_app
+    FOREIGN KEY (statement_id) REFERENCES queue_app_statementofreasons(id) DEFERRABLE INITIALLY DEFERRED;
+
+-- constraint queue_app_statemententry_position_check
+ALTER TABLE queue_app_statemententry ADD CONSTRAINT queue_app_statemententry_position_check
+    CHECK (("position" >= 0));
+
+-- constraint statemententry_position
+ALTER TABLE queue_app_statemententry ADD CONSTRAINT statemententry_position
+    UNIQUE (batch_id, "position");
+
+-- trigger statemententry_append_only
+CREATE TRIGGER statemententry_append_only BEFORE DELETE OR UPDATE ON public.queue_app_statemententry FOR EACH ROW EXECUTE FUNCTION queue_app_refuse_rewrite();
+
+-- trigger statemententry_no_truncate
+CREATE TRIGGER statemententry_no_truncate BEFORE TRUNCATE ON public.queue_app_statemententry FOR EACH STATEMENT EXECUTE FUNCTION queue_app_refuse_rewrite();
+
+-- === queue_app_statementofreasons ===================================================================
+-- constraint queue_app_statemento_decision_id_4cf7ad69_fk_queue_app
+ALTER TABLE queue_app_statementofreasons ADD CONSTRAINT queue_app_statemento_decision_id_4cf7ad69_fk_queue_app
+    FOREIGN KEY (decision_id) REFERENCES queue_app_decision(id) DEFERRABLE INITIALLY DEFERRED;
+
+-- constraint queue_app_statemento_replaces_id_a7edc8c9_fk_queue_app
+ALTER TABLE queue_app_statementofreasons ADD CONSTRAINT queue_app_statemento_replaces_id_a7edc8c9_fk_queue_app
+    FOREIGN KEY (replaces_id) REFERENCES queue_app_statementofreasons(id) DEFERRABLE INITIALLY DEFERRED;
+
+-- constraint queue_app_statementofreasons_decision_id_key
+ALTER TABLE queue_app_statementofreasons ADD CONSTRAINT queue_app_statementofreasons_decision_id_key
+    UNIQUE (decision_id);
+
+-- constraint queue_app_statementofreasons_puid_key
+ALTER TABLE queue_app_statementofreasons ADD CONSTRAINT queue_app_statementofreasons_puid_key
+    UNIQUE (puid);
+
+-- constraint queue_app_statementofreasons_replaces_id_key
+ALTER TABLE queue_app_statementofreasons ADD CONSTRAINT queue_app_statementofreasons_replaces_id_key
+    UNIQUE (replaces_id);
+
+-- constraint statement_kind_valid
+ALTER TABLE queue_app_statementofreasons ADD CONSTRAINT statement_kind_valid
+    CHECK (((kind)::text = ANY ((ARRAY['restriction'::character varying, 'lifted'::character varying])::text[])));
+
+-- constraint statement_sha256_hex
+ALTER TABLE queue_app_statementofreasons ADD CONSTRAINT statement_sha256_hex
+    CHECK (((sha256)::text ~ '^[0-9a-f]{64}$'::text));
+
+-- index statement_failing
+CREATE INDEX statement_failing ON public.queue_app_statementofreasons USING btree (created_at) WHERE (NOT (errors = '{}'::jsonb));
+
+-- trigger statementofreasons_append_only
+CREATE TRIGGER statementofreasons_append_only BEFORE DELETE OR UPDATE ON public.queue_app_statementofreasons FOR EACH ROW EXECUTE FUNCTION queue_app_refuse_rewrite();
+
+-- trigger statementofreasons_no_truncate
+CREATE TRIGGER statementofreasons_no_truncate BEFORE TRUNCATE ON public.queue_app_statementofreasons FOR EACH STATEMENT EXECUTE FUNCTION queue_app_refuse_rewrite();
+
+-- trigger statementofreasons_queue_for_sealing
+CREATE TRIGGER statementofreasons_queue_for_sealing AFTER INSERT ON public.queue_app_statementofreasons FOR EACH ROW EXECUTE FUNCTION queue_app_statement_queue_for_sealing();
+
+-- function queue_app_statement_queue_for_sealing
+CREATE OR REPLACE FUNCTION public.queue_app_statement_queue_for_sealing()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  INSERT INTO queue_app_unsealedstatement (statement_id) VALUES (NEW.id);
+  RETURN NULL;
+END;
+$function$;
+
+-- === queue_app_statementpolicy ======================================================================
+-- constraint queue_app_statementp_queue_id_21f2cf7f_fk_queue_app
+ALTER TABLE queue_app_statementpolicy ADD CONSTRAINT queue_app_statementp_queue_id_21f2cf7f_fk_queue_app
+    FOREIGN KEY (queue_id) REFERENCES queue_app_queue(id) DEFERRABLE INITIALLY DEFERRED;
+
+-- constraint queue_app_statementpolicy_queue_id_key
+ALTER TABLE queue_app_statementpolicy ADD CONSTRAINT queue_app_statementpolicy_queue_id_key
+    UNIQUE (queue_id);
+
+-- trigger pgtrigger_changed_update_d090b
+CREATE TRIGGER pgtrigger_changed_update_d090b AFTER UPDATE ON public.queue_app_statementpolicy FOR EACH ROW WHEN ((((old.account_type)::text IS DISTINCT FROM (new.account_type)::text) OR ((old.content_date_key)::text IS DISTINCT FROM (new.content_date_key)::text) OR ((old.content_language)::text IS DISTINCT FROM (new.content_language)::text) OR (old.content_type IS DISTINCT FROM new.content_type) OR ((old.content_type_other)::text IS DISTINCT FROM (new.content_type_other)::text) OR ((old.decision_account)::text IS DISTINCT FROM (new.decision_account)::text) OR ((old.decision_monetary)::text IS DISTINCT FROM (new.decision_monetary)::text) OR ((old.decision_monetary_other)::text IS DISTINCT FROM (new.decision_monetary_other)::text) OR ((old.decision_provision)::text IS DISTINCT FROM (new.decision_provision)::text) OR (old.decision_visibility IS DISTINCT FROM new.decision_visibility) OR ((old.decision_visibility_other)::text IS DISTINCT FROM (new.decision_visibility_other)::text) OR ((old.puid_template)::text IS DISTINCT FROM (new.puid_template)::text) OR (old.queue_id IS DISTINCT FROM new.queue_id) OR ((old.restricting_verdict)::text IS DISTINCT FROM (new.restricting_verdict)::text) OR (old.restriction_duration IS DISTINCT FROM new.restriction_duration) OR (old.restricts IS DISTINCT FROM new.restricts) OR ((old.source_identity)::text IS DISTINCT FROM (new.source_identity)::text) OR ((old.source_type)::text IS DISTINCT FROM (new.source_type)::text) OR (old.territorial_scope IS DISTINCT FROM new.territorial_scope))) EXECUTE FUNCTION pgtrigger_changed_update_d090b();
+
+-- trigger pgtrigger_created_insert_2b0eb
+CREATE TRIGGER pgtrigger_created_insert_2b0eb AFTER INSERT ON public.queue_app_statementpolicy FOR EACH ROW EXECUTE FUNCTION pgtrigger_created_insert_2b0eb();
+
+-- trigger pgtrigger_deleted_delete_b6ac0
+CREATE TRIGGER pgtrigger_deleted_delete_b6ac0 AFTER DELETE ON public.queue_app_statementpolicy FOR EACH ROW EXECUTE FUNCTION pgtrigger_deleted_delete_b6ac0();
+
+-- function pgtrigger_changed_update_d090b
+CREATE OR REPLACE FUNCTION public.pgtrigger_changed_update_d090b()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+
+                BEGIN
+                    IF ("public"._pgtrigger_should_ignore(TG_NAME) IS TRUE) THEN
+                        IF (TG_OP = 'DELETE') THEN
+                            RETURN OLD;
+                        ELSE
+                            RETURN NEW;
+                        END IF;
+                    END IF;
+                    INSERT INTO "queue_app_statementpolicyevent" ("account_type", "content_date_key", "content_language", "content_type", "content_type_other", "decision_account", "decision_monetary", "decision_monetary_other", "decision_provision", "decision_visibility", "decision_visibility_other", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "puid_template", "queue_id", "restricting_verdict", "restriction_duration", "restricts", "source_identity", "source_type", "territorial_scope") VALUES (NEW."account_type", NEW."content_date_key", NEW."content_language", NEW."content_type", NEW."content_type_other", NEW."decision_account", NEW."decision_monetary", NEW."decision_monetary_other", NEW."decision_provision", NEW."decision_visibility", NEW."decision_visibility_other", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'changed', NEW."id", NEW."puid_template", NEW."queue_id", NEW."restricting_verdict", NEW."restriction_duration", NEW."restricts", NEW."source_identity", NEW."source_type", NEW."territorial_scope"); RETURN NULL;
+                END;
+            $function$;
+
+-- function pgtrigger_created_insert_2b0eb
+CREATE OR REPLACE FUNCTION public.pgtrigger_created_insert_2b0eb()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+
+                BEGIN
+                    IF ("public"._pgtrigger_should_ignore(TG_NAME) IS TRUE) THEN
+                        IF (TG_OP = 'DELETE') THEN
+                            RETURN OLD;
+                        ELSE
+                            RETURN NEW;
+                        END IF;
+                    END IF;
+                    INSERT INTO "queue_app_statementpolicyevent" ("account_type", "content_date_key", "content_language", "content_type", "content_type_other", "decision_account", "decision_monetary", "decision_monetary_other", "decision_provision", "decision_visibility", "decision_visibility_other", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "puid_template", "queue_id", "restricting_verdict", "restriction_duration", "restricts", "source_identity", "source_type", "territorial_scope") VALUES (NEW."account_type", NEW."content_date_key", NEW."content_language", NEW."content_type", NEW."content_type_other", NEW."decision_account", NEW."decision_monetary", NEW."decision_monetary_other", NEW."decision_provision", NEW."decision_visibility", NEW."decision_visibility_other", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'created', NEW."id", NEW."puid_template", NEW."queue_id", NEW."restricting_verdict", NEW."restriction_duration", NEW."restricts", NEW."source_identity", NEW."source_type", NEW."territorial_scope"); RETURN NULL;
+                END;
+            $function$;
+
+-- function pgtrigger_deleted_delete_b6ac0
+CREATE OR REPLACE FUNCTION public.pgtrigger_deleted_delete_b6ac0()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+
+                BEGIN
+                    IF ("public"._pgtrigger_should_ignore(TG_NAME) IS TRUE) THEN
+                        IF (TG_OP = 'DELETE') THEN
+                            RETURN OLD;
+                        ELSE
+                            RETURN NEW;
+                        END IF;
+                    END IF;
+                    INSERT INTO "queue_app_statementpolicyevent" ("account_type", "content_date_key", "content_language", "content_type", "content_type_other", "decision_account", "decision_monetary", "decision_monetary_other", "decision_provision", "decision_visibility", "decision_visibility_other", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "puid_template", "queue_id", "restricting_verdict", "restriction_duration", "restricts", "source_identity", "source_type", "territorial_scope") VALUES (OLD."account_type", OLD."content_date_key", OLD."content_language", OLD."content_type", OLD."content_type_other", OLD."decision_account", OLD."decision_monetary", OLD."decision_monetary_other", OLD."decision_provision", OLD."decision_visibility", OLD."decision_visibility_other", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'deleted', OLD."id", OLD."puid_template", OLD."queue_id", OLD."restricting_verdict", OLD."restriction_duration", OLD."restricts", OLD."source_identity", OLD."source_type", OLD."territorial_scope"); RETURN NULL;
+                END;
+            $function$;
+
+-- === queue_app_statementpolicyevent =================================================================
+-- trigger pgtrigger_append_only_b959e
+CREATE TRIGGER pgtrigger_append_only_b959e BEFORE DELETE OR UPDATE ON public.queue_app_statementpolicyevent FOR EACH ROW EXECUTE FUNCTION pgtrigger_append_only_b959e();
+
+-- trigger pgtrigger_no_truncate_82574
+CREATE TRIGGER pgtrigger_no_truncate_82574 BEFORE TRUNCATE ON public.queue_app_statementpolicyevent FOR EACH STATEMENT EXECUTE FUNCTION pgtrigger_no_truncate_82574();
+
+-- function pgtrigger_append_only_b959e
+CREATE OR REPLACE FUNCTION public.pgtrigger_append_only_b959e()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+
+                BEGIN
+                    IF ("public"._pgtrigger_should_ignore(TG_NAME) IS TRUE) THEN
+                        IF (TG_OP = 'DELETE') THEN
+                            RETURN OLD;
+                        ELSE
+                            RETURN NEW;
+                        END IF;
+                    END IF;
+                    RAISE EXCEPTION 'pgtrigger: Cannot update or delete rows from % table', TG_TABLE_NAME;
+                END;
+            $function$;
+
+-- function pgtrigger_no_truncate_82574
+CREATE OR REPLACE FUNCTION public.pgtrigger_no_truncate_82574()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+
+                BEGIN
+                    IF ("public"._pgtrigger_should_ignore(TG_NAME) IS TRUE) THEN
+                        IF (TG_OP = 'DELETE') THEN
+                            RETURN OLD;
+                        ELSE
+                            RETURN NEW;
+                        END IF;
+                    END IF;
+                    RAISE EXCEPTION '% is append-only: % refused', TG_TABLE_NAME, TG_OP USING ERRCODE = 'restrict_violation';
+                END;
+            $function$;
+
 -- === queue_app_staticdeviceevent ====================================================================
 -- trigger pgtrigger_append_only_84238
 CREATE TRIGGER pgtrigger_append_only_84238 BEFORE DELETE OR UPDATE ON public.queue_app_staticdeviceevent FOR EACH ROW EXECUTE FUNCTION pgtrigger_append_only_84238();
@@ -2983,6 +3305,11 @@ ALTER TABLE queue_app_unsealeddecision ADD CONSTRAINT queue_app_unsealedde_decis
 -- constraint queue_app_unsealedla_outcome_id_ef92bd2a_fk_queue_app
 ALTER TABLE queue_app_unsealedlaneoutcome ADD CONSTRAINT queue_app_unsealedla_outcome_id_ef92bd2a_fk_queue_app
     FOREIGN KEY (outcome_id) REFERENCES queue_app_laneoutcome(task_id) DEFERRABLE INITIALLY DEFERRED;
+
+-- === queue_app_unsealedstatement ====================================================================
+-- constraint queue_app_unsealedst_statement_id_0bdbb177_fk_queue_app
+ALTER TABLE queue_app_unsealedstatement ADD CONSTRAINT queue_app_unsealedst_statement_id_0bdbb177_fk_queue_app
+    FOREIGN KEY (statement_id) REFERENCES queue_app_statementofreasons(id) DEFERRABLE INITIALLY DEFERRED;
 
 -- === queue_app_useraccessevent ======================================================================
 -- trigger pgtrigger_append_only_c28bf

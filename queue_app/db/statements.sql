@@ -1525,21 +1525,34 @@ SELECT pg_try_advisory_xact_lock(%(key)s);
 SELECT pg_advisory_xact_lock(%(key)s);
 
 -- name: TAKE_UNSEALED
--- Take a round of unsealed decisions and outcomes off the lists, with their leaves.
+-- Take a round of unsealed decisions, outcomes and statements off the lists, with leaves.
 WITH kept AS MATERIALIZED (
     SELECT count(*) AS n
       FROM (SELECT 1 FROM queue_app_unsealedlaneoutcome LIMIT %(outcome_share)s) AS waiting
+), kept_statements AS MATERIALIZED (
+    SELECT count(*) AS n
+      FROM (SELECT 1 FROM queue_app_unsealedstatement LIMIT %(outcome_share)s) AS waiting
 ), decisions AS (
     DELETE FROM queue_app_unsealeddecision
      WHERE decision_id IN (SELECT decision_id FROM queue_app_unsealeddecision
-                            ORDER BY decision_id LIMIT %(limit)s - (SELECT n FROM kept))
+                            ORDER BY decision_id
+                            LIMIT %(limit)s - (SELECT n FROM kept)
+                                  - (SELECT n FROM kept_statements))
  RETURNING decision_id
 ), outcomes AS (
     DELETE FROM queue_app_unsealedlaneoutcome
      WHERE outcome_id IN (SELECT outcome_id FROM queue_app_unsealedlaneoutcome
                            ORDER BY outcome_id
-                           LIMIT %(limit)s - (SELECT count(*) FROM decisions))
+                           LIMIT %(limit)s - (SELECT count(*) FROM decisions)
+                                 - (SELECT n FROM kept_statements))
  RETURNING outcome_id
+), statements AS (
+    DELETE FROM queue_app_unsealedstatement
+     WHERE statement_id IN (SELECT statement_id FROM queue_app_unsealedstatement
+                             ORDER BY statement_id
+                             LIMIT %(limit)s - (SELECT count(*) FROM decisions)
+                                   - (SELECT count(*) FROM outcomes))
+ RETURNING statement_id
 )
 SELECT 0 AS part, 'decision' AS kind, decisions.decision_id AS id,
        CASE WHEN d.id IS NOT NULL THEN queue_app_decision_leaf(d) END AS leaf
@@ -1548,6 +1561,11 @@ UNION ALL
 SELECT 1, 'outcome', outcomes.outcome_id,
        CASE WHEN o.task_id IS NOT NULL THEN queue_app_laneoutcome_leaf(o) END
   FROM outcomes LEFT JOIN queue_app_laneoutcome AS o ON o.task_id = outcomes.outcome_id
+UNION ALL
+SELECT 2, 'statement', statements.statement_id,
+       CASE WHEN s.id IS NOT NULL THEN queue_app_statement_leaf(s) END
+  FROM statements
+  LEFT JOIN queue_app_statementofreasons AS s ON s.id = statements.statement_id
  ORDER BY part, id;
 
 -- name: SEAL_PREDECESSOR
@@ -1577,6 +1595,13 @@ WITH batch AS (
            cardinality(%(decision_ids)s::bigint[]) + position - 1, leaf
       FROM unnest(%(outcome_ids)s::bigint[], %(outcome_leaves)s::text[])
            WITH ORDINALITY AS e (outcome_id, leaf, position)
+), statements AS (
+    INSERT INTO queue_app_statemententry (statement_id, batch_id, position, leaf)
+    SELECT statement_id, (SELECT seq FROM batch),
+           cardinality(%(decision_ids)s::bigint[]) + cardinality(%(outcome_ids)s::bigint[])
+             + position - 1, leaf
+      FROM unnest(%(statement_ids)s::bigint[], %(statement_leaves)s::text[])
+           WITH ORDINALITY AS e (statement_id, leaf, position)
 )
 SELECT seq FROM batch;
 
@@ -1595,6 +1620,11 @@ SELECT b.seq, b.size, b.merkle_root, b.prev_hash, b.batch_hash,
                oe.leaf, queue_app_laneoutcome_leaf(o)
           FROM queue_app_laneoutcomeentry AS oe
           LEFT JOIN queue_app_laneoutcome AS o ON o.task_id = oe.outcome_id
+        UNION ALL
+        SELECT se.batch_id, se.position, 'statement', se.statement_id,
+               se.leaf, queue_app_statement_leaf(s)
+          FROM queue_app_statemententry AS se
+          LEFT JOIN queue_app_statementofreasons AS s ON s.id = se.statement_id
        ) AS e ON e.batch_id = b.seq
  ORDER BY b.seq, e.position;
 
@@ -1609,6 +1639,9 @@ WITH target AS (
     SELECT batch_id, position FROM queue_app_chainentry WHERE decision_id = %(decision_id)s
     UNION ALL
     SELECT batch_id, position FROM queue_app_laneoutcomeentry WHERE outcome_id = %(outcome_id)s
+    UNION ALL
+    SELECT batch_id, position FROM queue_app_statemententry
+     WHERE statement_id = %(statement_id)s
 )
 SELECT t.batch_id AS seq, t.position, b.size, b.merkle_root, b.batch_hash,
        (SELECT array_agg(all_entries.leaf ORDER BY all_entries.position)
@@ -1616,7 +1649,10 @@ SELECT t.batch_id AS seq, t.position, b.size, b.merkle_root, b.batch_hash,
                  WHERE e2.batch_id = t.batch_id
                 UNION ALL
                 SELECT o2.leaf, o2.position FROM queue_app_laneoutcomeentry AS o2
-                 WHERE o2.batch_id = t.batch_id) AS all_entries) AS leaves
+                 WHERE o2.batch_id = t.batch_id
+                UNION ALL
+                SELECT s2.leaf, s2.position FROM queue_app_statemententry AS s2
+                 WHERE s2.batch_id = t.batch_id) AS all_entries) AS leaves
   FROM target AS t JOIN queue_app_chainbatch AS b ON b.seq = t.batch_id;
 
 -- name: UNACCOUNTED_DECISIONS
@@ -1632,12 +1668,21 @@ SELECT
       AND NOT EXISTS (SELECT 1 FROM queue_app_unsealedlaneoutcome AS u
                        WHERE u.outcome_id = o.task_id)
   ) AS first_unaccounted_outcome,
+  (SELECT min(s.id) FROM queue_app_statementofreasons AS s
+    WHERE NOT EXISTS (SELECT 1 FROM queue_app_statemententry AS e WHERE e.statement_id = s.id)
+      AND NOT EXISTS (SELECT 1 FROM queue_app_unsealedstatement AS u
+                       WHERE u.statement_id = s.id)
+  ) AS first_unaccounted_statement,
   (SELECT min(u.decision_id) FROM queue_app_unsealeddecision AS u
     WHERE NOT EXISTS (SELECT 1 FROM queue_app_decision AS d WHERE d.id = u.decision_id)
   ) AS first_vanished,
   (SELECT min(u.outcome_id) FROM queue_app_unsealedlaneoutcome AS u
     WHERE NOT EXISTS (SELECT 1 FROM queue_app_laneoutcome AS o WHERE o.task_id = u.outcome_id)
   ) AS first_vanished_outcome,
+  (SELECT min(u.statement_id) FROM queue_app_unsealedstatement AS u
+    WHERE NOT EXISTS (SELECT 1 FROM queue_app_statementofreasons AS s
+                       WHERE s.id = u.statement_id)
+  ) AS first_vanished_statement,
   (SELECT count(*) FROM queue_app_unsealeddecision) AS waiting,
   (SELECT min(d.created_at) FROM queue_app_unsealeddecision AS u
      JOIN queue_app_decision AS d ON d.id = u.decision_id) AS oldest_waiting;

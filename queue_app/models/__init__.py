@@ -54,6 +54,16 @@ from queue_app.models.review import (
     Verdict,
 )
 
+# Statements of reasons: a queue's policy, its reasons' mappings, the statements built.
+from queue_app.models.statements import (
+    ReasonMapping,
+    StatementEntry,
+    StatementKind,
+    StatementOfReasons,
+    StatementPolicy,
+    UnsealedStatement,
+)
+
 # One story of an item: each decision's status and the standing outcome (two database views).
 from queue_app.models.story import (
     DecisionStatus,
@@ -95,14 +105,20 @@ __all__ = [
     "LaneTask",
     "Queue",
     "ReasonCode",
+    "ReasonMapping",
     "ReviewItem",
     "ReviewSession",
     "RuleTest",
     "SignOnLink",
+    "StatementEntry",
+    "StatementKind",
+    "StatementOfReasons",
+    "StatementPolicy",
     "SuggestionDisplay",
     "SuggestionView",
     "UnsealedDecision",
     "UnsealedLaneOutcome",
+    "UnsealedStatement",
     "Verdict",
     "access_history",
 ]

@@ -37,6 +37,7 @@ from queue_app.models.review import (
     ReasonCode,
     SignOnLink,
 )
+from queue_app.models.statements import ReasonMapping, StatementPolicy
 
 APP = "queue_app"
 
@@ -245,6 +246,51 @@ HOLD_REASON_FIELDS = ["queue", "code", "label", "retired_at"]
 HoldReasonEvent = _event_model(
     HoldReason, "HoldReasonEvent", _row_events(HOLD_REASON_FIELDS), HOLD_REASON_FIELDS
 )
+#: Statements of reasons: whether a queue's decisions restrict someone, and how.
+STATEMENT_POLICY_FIELDS = [
+    "queue",
+    "restricts",
+    "restricting_verdict",
+    "decision_visibility",
+    "decision_visibility_other",
+    "decision_monetary",
+    "decision_monetary_other",
+    "decision_provision",
+    "decision_account",
+    "account_type",
+    "restriction_duration",
+    "territorial_scope",
+    "content_type",
+    "content_type_other",
+    "content_language",
+    "source_type",
+    "source_identity",
+    "puid_template",
+    "content_date_key",
+]
+StatementPolicyEvent = _event_model(
+    StatementPolicy,
+    "StatementPolicyEvent",
+    _row_events(STATEMENT_POLICY_FIELDS),
+    STATEMENT_POLICY_FIELDS,
+)
+#: A reason code's ground, category and explanation in its statements.
+REASON_MAPPING_FIELDS = [
+    "queue",
+    "reason_code",
+    "decision_ground",
+    "ground",
+    "incompatible_content_illegal",
+    "reference_url",
+    "category",
+    "category_addition",
+    "keywords",
+    "keyword_other",
+    "explanation_template",
+]
+ReasonMappingEvent = _event_model(
+    ReasonMapping, "ReasonMappingEvent", _row_events(REASON_MAPPING_FIELDS), REASON_MAPPING_FIELDS
+)
 TOTPDeviceEvent = _event_model(
     TOTPDeviceAccess, "TOTPDeviceEvent", _row_events(DEVICE_FIELDS), DEVICE_FIELDS
 )
@@ -272,6 +318,8 @@ EVENT_MODELS = [
     ReasonCodeEvent,
     CheckPolicyEvent,
     HoldReasonEvent,
+    StatementPolicyEvent,
+    ReasonMappingEvent,
     TOTPDeviceEvent,
     StaticDeviceEvent,
     SignOnLinkEvent,

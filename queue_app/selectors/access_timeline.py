@@ -40,6 +40,8 @@ KINDS: dict[str, str] = {
     "queue_app.ReasonCodeEvent": "reason code",
     "queue_app.CheckPolicyEvent": "check policy",
     "queue_app.HoldReasonEvent": "hold reason",
+    "queue_app.StatementPolicyEvent": "statement policy",
+    "queue_app.ReasonMappingEvent": "reason's statement mapping",
     "queue_app.TOTPDeviceEvent": "authenticator (TOTP)",
     "queue_app.StaticDeviceEvent": "recovery codes",
     "queue_app.SignOnLinkEvent": "single sign-on link",
@@ -181,6 +183,10 @@ def _subject(event: Any, names: _Names) -> str:
             )
         ),
         "queue_app.HoldReasonEvent": lambda: f"hold reason {data.get('code')} of queue {queue}",
+        "queue_app.StatementPolicyEvent": lambda: f"statement policy of queue {queue}",
+        "queue_app.ReasonMappingEvent": lambda: (
+            f"statement mapping of reason #{data.get('reason_code_id')} of queue {queue}"
+        ),
         "queue_app.TOTPDeviceEvent": lambda: (
             f"{data.get('name')} of user {names.of('user', data.get('user_id'))}"
         ),

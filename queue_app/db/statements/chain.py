@@ -19,7 +19,7 @@ PURPOSE = {
     ),
     "SEAL_LOCK": "Wait for the sealer's lock, for what needs everything committed sealed first.",
     "TAKE_UNSEALED": (
-        "Take a round of unsealed decisions and outcomes off the lists, with their leaves."
+        "Take a round of unsealed decisions, outcomes and statements off the lists, with leaves."
     ),
     "SEAL_PREDECESSOR": "The batch (or old chain head) a new seal chains to.",
     "INSERT_BATCH": "Record a sealed batch and its entries in one statement.",
@@ -92,30 +92,43 @@ TRY_SEAL_LOCK = "SELECT pg_try_advisory_xact_lock(%(key)s)"
 SEAL_LOCK = "SELECT pg_advisory_xact_lock(%(key)s)"
 
 # Take up to %(limit)s committed, unsealed entries (oldest first) off the sealer's lists and
-# return each with its Merkle leaf: decisions first, then second-person outcomes (migration
-# 0020) in what room the decisions leave. Up to %(outcome_share)s of the room is kept for the
-# outcomes waiting, so that a stream of decisions filling every round cannot hold
-# confirmations back indefinitely. One statement, one round trip a round, so an idle sealer
-# reads both lists at the cost of one. An entry whose transaction has not committed yet is not
-# visible here and waits for the next round: nothing is sealed before it is final. Every part
-# sees the same snapshot; each LIMIT reads what the parts before it took. An entry whose row is
-# gone from the log (deleted by an owner with the foreign keys off) comes back with a NULL
-# leaf, not dropped: the sealer refuses the round and the list keeps it.
+# return each with its Merkle leaf: decisions first, then second-person outcomes, then statements
+# of reasons, each in what room the parts before leave. Up to %(outcome_share)s of the room is
+# kept for the outcomes waiting and as much for the statements waiting, so that a stream of
+# decisions filling every round cannot hold either back indefinitely. One statement, one round
+# trip a round, so an idle sealer reads both lists at the cost of one. An entry whose transaction
+# has not committed yet is not visible here and waits for the next round: nothing is sealed before
+# it is final. Every part sees the same snapshot; each LIMIT reads what the parts before it took.
+# An entry whose row is gone from the log (deleted by an owner with the foreign keys off) comes
+# back with a NULL leaf, not dropped: the sealer refuses the round and the list keeps it.
 TAKE_UNSEALED = """
 WITH kept AS MATERIALIZED (
     SELECT count(*) AS n
       FROM (SELECT 1 FROM queue_app_unsealedlaneoutcome LIMIT %(outcome_share)s) AS waiting
+), kept_statements AS MATERIALIZED (
+    SELECT count(*) AS n
+      FROM (SELECT 1 FROM queue_app_unsealedstatement LIMIT %(outcome_share)s) AS waiting
 ), decisions AS (
     DELETE FROM queue_app_unsealeddecision
      WHERE decision_id IN (SELECT decision_id FROM queue_app_unsealeddecision
-                            ORDER BY decision_id LIMIT %(limit)s - (SELECT n FROM kept))
+                            ORDER BY decision_id
+                            LIMIT %(limit)s - (SELECT n FROM kept)
+                                  - (SELECT n FROM kept_statements))
  RETURNING decision_id
 ), outcomes AS (
     DELETE FROM queue_app_unsealedlaneoutcome
      WHERE outcome_id IN (SELECT outcome_id FROM queue_app_unsealedlaneoutcome
                            ORDER BY outcome_id
-                           LIMIT %(limit)s - (SELECT count(*) FROM decisions))
+                           LIMIT %(limit)s - (SELECT count(*) FROM decisions)
+                                 - (SELECT n FROM kept_statements))
  RETURNING outcome_id
+), statements AS (
+    DELETE FROM queue_app_unsealedstatement
+     WHERE statement_id IN (SELECT statement_id FROM queue_app_unsealedstatement
+                             ORDER BY statement_id
+                             LIMIT %(limit)s - (SELECT count(*) FROM decisions)
+                                   - (SELECT count(*) FROM outcomes))
+ RETURNING statement_id
 )
 SELECT 0 AS part, 'decision' AS kind, decisions.decision_id AS id,
        CASE WHEN d.id IS NOT NULL THEN queue_app_decision_leaf(d) END AS leaf
@@ -124,6 +137,11 @@ UNION ALL
 SELECT 1, 'outcome', outcomes.outcome_id,
        CASE WHEN o.task_id IS NOT NULL THEN queue_app_laneoutcome_leaf(o) END
   FROM outcomes LEFT JOIN queue_app_laneoutcome AS o ON o.task_id = outcomes.outcome_id
+UNION ALL
+SELECT 2, 'statement', statements.statement_id,
+       CASE WHEN s.id IS NOT NULL THEN queue_app_statement_leaf(s) END
+  FROM statements
+  LEFT JOIN queue_app_statementofreasons AS s ON s.id = statements.statement_id
  ORDER BY part, id
 """
 
@@ -140,7 +158,8 @@ SELECT coalesce(
 """
 
 # Record a sealed batch and its entries in one statement: one row per decision at its leaf
-# position, then one per second-person outcome, its positions following the decisions'.
+# position, then one per second-person outcome, its positions following the decisions', then
+# one per statement of reasons, after both.
 INSERT_BATCH = """
 WITH batch AS (
     INSERT INTO queue_app_chainbatch (seq, size, merkle_root, prev_hash, batch_hash, sealed_at)
@@ -157,6 +176,13 @@ WITH batch AS (
            cardinality(%(decision_ids)s::bigint[]) + position - 1, leaf
       FROM unnest(%(outcome_ids)s::bigint[], %(outcome_leaves)s::text[])
            WITH ORDINALITY AS e (outcome_id, leaf, position)
+), statements AS (
+    INSERT INTO queue_app_statemententry (statement_id, batch_id, position, leaf)
+    SELECT statement_id, (SELECT seq FROM batch),
+           cardinality(%(decision_ids)s::bigint[]) + cardinality(%(outcome_ids)s::bigint[])
+             + position - 1, leaf
+      FROM unnest(%(statement_ids)s::bigint[], %(statement_leaves)s::text[])
+           WITH ORDINALITY AS e (statement_id, leaf, position)
 )
 SELECT seq FROM batch
 """
@@ -179,6 +205,11 @@ SELECT b.seq, b.size, b.merkle_root, b.prev_hash, b.batch_hash,
                oe.leaf, queue_app_laneoutcome_leaf(o)
           FROM queue_app_laneoutcomeentry AS oe
           LEFT JOIN queue_app_laneoutcome AS o ON o.task_id = oe.outcome_id
+        UNION ALL
+        SELECT se.batch_id, se.position, 'statement', se.statement_id,
+               se.leaf, queue_app_statement_leaf(s)
+          FROM queue_app_statemententry AS se
+          LEFT JOIN queue_app_statementofreasons AS s ON s.id = se.statement_id
        ) AS e ON e.batch_id = b.seq
  ORDER BY b.seq, e.position
 """
@@ -191,12 +222,16 @@ SELECT coalesce((SELECT chain_hash FROM queue_app_decision WHERE chain_seq IS NO
 
 # A sealed entry's batch and the sealed leaves of that batch (its decisions' and its
 # outcomes'), for an inclusion proof: the entry is a decision (%(decision_id)s) or a
-# second-person outcome (%(outcome_id)s, its lane task); the other parameter is NULL.
+# second-person outcome (%(outcome_id)s, its lane task) or a statement of reasons
+# (%(statement_id)s); the other parameters are NULL.
 INCLUSION_PROOF = """
 WITH target AS (
     SELECT batch_id, position FROM queue_app_chainentry WHERE decision_id = %(decision_id)s
     UNION ALL
     SELECT batch_id, position FROM queue_app_laneoutcomeentry WHERE outcome_id = %(outcome_id)s
+    UNION ALL
+    SELECT batch_id, position FROM queue_app_statemententry
+     WHERE statement_id = %(statement_id)s
 )
 SELECT t.batch_id AS seq, t.position, b.size, b.merkle_root, b.batch_hash,
        (SELECT array_agg(all_entries.leaf ORDER BY all_entries.position)
@@ -204,14 +239,17 @@ SELECT t.batch_id AS seq, t.position, b.size, b.merkle_root, b.batch_hash,
                  WHERE e2.batch_id = t.batch_id
                 UNION ALL
                 SELECT o2.leaf, o2.position FROM queue_app_laneoutcomeentry AS o2
-                 WHERE o2.batch_id = t.batch_id) AS all_entries) AS leaves
+                 WHERE o2.batch_id = t.batch_id
+                UNION ALL
+                SELECT s2.leaf, s2.position FROM queue_app_statemententry AS s2
+                 WHERE s2.batch_id = t.batch_id) AS all_entries) AS leaves
   FROM target AS t JOIN queue_app_chainbatch AS b ON b.seq = t.batch_id
 """
 
 # Decisions neither in the old chain, nor sealed, nor waiting to be, and second-person outcomes
-# neither sealed nor waiting: someone removed the row that queued them. Entries waiting on the
-# sealer's lists whose decision or outcome is gone: someone removed the row itself. Also the oldest
-# decision still waiting, to tell a stopped sealer from a busy one.
+# and statements of reasons neither sealed nor waiting: someone removed the row that queued them.
+# Entries waiting on the sealer's lists whose decision or outcome is gone: someone removed the row
+# itself. Also the oldest decision still waiting, to tell a stopped sealer from a busy one.
 UNACCOUNTED_DECISIONS = """
 SELECT
   (SELECT min(d.id) FROM queue_app_decision AS d
@@ -224,12 +262,21 @@ SELECT
       AND NOT EXISTS (SELECT 1 FROM queue_app_unsealedlaneoutcome AS u
                        WHERE u.outcome_id = o.task_id)
   ) AS first_unaccounted_outcome,
+  (SELECT min(s.id) FROM queue_app_statementofreasons AS s
+    WHERE NOT EXISTS (SELECT 1 FROM queue_app_statemententry AS e WHERE e.statement_id = s.id)
+      AND NOT EXISTS (SELECT 1 FROM queue_app_unsealedstatement AS u
+                       WHERE u.statement_id = s.id)
+  ) AS first_unaccounted_statement,
   (SELECT min(u.decision_id) FROM queue_app_unsealeddecision AS u
     WHERE NOT EXISTS (SELECT 1 FROM queue_app_decision AS d WHERE d.id = u.decision_id)
   ) AS first_vanished,
   (SELECT min(u.outcome_id) FROM queue_app_unsealedlaneoutcome AS u
     WHERE NOT EXISTS (SELECT 1 FROM queue_app_laneoutcome AS o WHERE o.task_id = u.outcome_id)
   ) AS first_vanished_outcome,
+  (SELECT min(u.statement_id) FROM queue_app_unsealedstatement AS u
+    WHERE NOT EXISTS (SELECT 1 FROM queue_app_statementofreasons AS s
+                       WHERE s.id = u.statement_id)
+  ) AS first_vanished_statement,
   (SELECT count(*) FROM queue_app_unsealeddecision) AS waiting,
   (SELECT min(d.created_at) FROM queue_app_unsealeddecision AS u
      JOIN queue_app_decision AS d ON d.id = u.decision_id) AS oldest_waiting

@@ -1,0 +1,276 @@
+"""Statements of reasons: a queue's policy and its reasons' mappings, refused when the contract
+would refuse their statements, and the statements built (read-only).
+
+At save time the form builds the statement a decision would get (services.statements) and runs
+the Transparency Database's contract on it; the contract's refusals are shown on the fields
+that cause them, and nothing is saved.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.http import HttpRequest
+
+from queue_app.admin.base import HeldPermissionAdmin, ReadOnlyAdmin
+from queue_app.models import (
+    Queue,
+    ReasonCode,
+    ReasonMapping,
+    StatementOfReasons,
+    StatementPolicy,
+)
+from queue_app.services import statements as statements_service
+from queue_app.transparency.contract import labels
+
+#: Which form field a contract field's refusal belongs on; others go above the form.
+POLICY_FIELDS = {
+    "decision_visibility": "decision_visibility",
+    "decision_visibility_other": "decision_visibility_other",
+    "decision_monetary": "decision_monetary",
+    "decision_monetary_other": "decision_monetary_other",
+    "decision_provision": "decision_provision",
+    "decision_account": "decision_account",
+    "account_type": "account_type",
+    "territorial_scope": "territorial_scope",
+    "content_type": "content_type",
+    "content_type_other": "content_type_other",
+    "content_language": "content_language",
+    "source_type": "source_type",
+    "source_identity": "source_identity",
+    "puid": "puid_template",
+    "end_date_visibility_restriction": "restriction_duration",
+    "end_date_monetary_restriction": "restriction_duration",
+    "end_date_service_restriction": "restriction_duration",
+    "end_date_account_restriction": "restriction_duration",
+}
+MAPPING_FIELDS = {
+    "decision_ground": "decision_ground",
+    "illegal_content_legal_ground": "ground",
+    "incompatible_content_ground": "ground",
+    "incompatible_content_illegal": "incompatible_content_illegal",
+    "decision_ground_reference_url": "reference_url",
+    "category": "category",
+    "category_addition": "category_addition",
+    "category_specification": "keywords",
+    "category_specification_other": "keyword_other",
+    "illegal_content_explanation": "explanation_template",
+    "incompatible_content_explanation": "explanation_template",
+    "decision_facts": "explanation_template",
+    "template": "explanation_template",
+}
+
+
+def _choices(enumeration: str, *, blank: bool = False) -> list[tuple[str, str]]:
+    pairs = sorted(labels(enumeration).items(), key=lambda pair: pair[1])
+    return ([("", "—")] if blank else []) + pairs
+
+
+def _show(form: forms.ModelForm, errors: dict[str, list[str]], fields: dict[str, str]) -> None:
+    for field, reasons in sorted(errors.items()):
+        target = fields.get(field)
+        for reason in reasons:
+            if target in form.fields:
+                form.add_error(target, reason)
+            else:
+                form.add_error(None, f"{field}: {reason}")
+
+
+class StatementPolicyForm(forms.ModelForm):
+    decision_visibility = forms.TypedMultipleChoiceField(
+        choices=(), required=False, widget=forms.CheckboxSelectMultiple
+    )
+    decision_monetary = forms.ChoiceField(choices=(), required=False)
+    decision_provision = forms.ChoiceField(choices=(), required=False)
+    decision_account = forms.ChoiceField(choices=(), required=False)
+    account_type = forms.ChoiceField(choices=(), required=False)
+    territorial_scope = forms.TypedMultipleChoiceField(choices=(), required=False)
+    content_type = forms.TypedMultipleChoiceField(
+        choices=(), required=False, widget=forms.CheckboxSelectMultiple
+    )
+    content_language = forms.ChoiceField(choices=(), required=False)
+    source_type = forms.ChoiceField(choices=())
+
+    class Meta:
+        model = StatementPolicy
+        fields = [
+            f.name
+            for f in StatementPolicy._meta.concrete_fields
+            if f.editable and not f.primary_key
+        ]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        fields: dict[str, Any] = self.fields
+        fields["decision_visibility"].choices = _choices("DECISION_VISIBILITIES")
+        fields["decision_monetary"].choices = _choices("DECISION_MONETARIES", blank=True)
+        fields["decision_provision"].choices = _choices("DECISION_PROVISIONS", blank=True)
+        fields["decision_account"].choices = _choices("DECISION_ACCOUNTS", blank=True)
+        fields["account_type"].choices = _choices("ACCOUNT_TYPES", blank=True)
+        fields["territorial_scope"].choices = [
+            (code, code) for code in labels("EUROPEAN_COUNTRY_CODES")
+        ]
+        fields["content_type"].choices = _choices("CONTENT_TYPES")
+        fields["content_language"].choices = _choices("LANGUAGES", blank=True)
+        fields["source_type"].choices = _choices("SOURCE_TYPES")
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        queue = cleaned.get("queue")
+        if self.errors or not isinstance(queue, Queue):
+            return cleaned
+        if not cleaned.get("restricts"):
+            return cleaned  # no statements: nothing for the contract to refuse
+        candidate = StatementPolicy(
+            **{
+                name: value
+                for name, value in cleaned.items()
+                if name in {f.name for f in StatementPolicy._meta.concrete_fields}
+            }
+        )
+        _show(
+            self,
+            statements_service.policy_errors(policy=candidate, queue=queue),
+            POLICY_FIELDS,
+        )
+        return cleaned
+
+
+class ReasonMappingForm(forms.ModelForm):
+    decision_ground = forms.ChoiceField(choices=())
+    incompatible_content_illegal = forms.ChoiceField(
+        choices=[("", "—"), ("Yes", "Yes"), ("No", "No")], required=False
+    )
+    category = forms.ChoiceField(choices=())
+    reference_url = forms.URLField(
+        max_length=500,
+        required=False,
+        assume_scheme="https",
+        help_text=ReasonMapping._meta.get_field("reference_url").help_text,
+    )
+    category_addition = forms.TypedMultipleChoiceField(choices=(), required=False)
+    keywords = forms.TypedMultipleChoiceField(choices=(), required=False)
+
+    class Meta:
+        model = ReasonMapping
+        fields = [
+            "reason_code",
+            "decision_ground",
+            "ground",
+            "incompatible_content_illegal",
+            "reference_url",
+            "category",
+            "category_addition",
+            "keywords",
+            "keyword_other",
+            "explanation_template",
+        ]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        fields: dict[str, Any] = self.fields
+        fields["decision_ground"].choices = _choices("DECISION_GROUNDS")
+        fields["category"].choices = _choices("STATEMENT_CATEGORIES")
+        fields["category_addition"].choices = _choices("STATEMENT_CATEGORIES")
+        fields["keywords"].choices = _choices("KEYWORDS")
+        fields["reason_code"].queryset = ReasonCode.objects.select_related("queue")
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        reason = cleaned.get("reason_code")
+        if self.errors or not isinstance(reason, ReasonCode):
+            return cleaned
+        policy = StatementPolicy.objects.filter(queue_id=reason.queue_id).first()
+        if policy is None:
+            self.add_error(
+                "reason_code", "Its queue has no statement policy yet: give it one first."
+            )
+            return cleaned
+        candidate = ReasonMapping(
+            queue_id=reason.queue_id,
+            **{
+                name: value
+                for name, value in cleaned.items()
+                if name in {f.name for f in ReasonMapping._meta.concrete_fields}
+            },
+        )
+        errors = statements_service.sample_errors(
+            policy=policy,
+            mapping=candidate,
+            queue_slug=reason.queue.slug,
+            reason_label=reason.label,
+        )
+        _show(self, errors, MAPPING_FIELDS)
+        return cleaned
+
+    def save(self, commit: bool = True) -> Any:
+        self.instance.queue_id = self.instance.reason_code.queue_id
+        return super().save(commit)
+
+
+@admin.register(StatementPolicy)
+class StatementPolicyAdmin(HeldPermissionAdmin):
+    form = StatementPolicyForm
+    list_display = ("queue", "restricts", "restricting_verdict", "source_type", "puid_template")
+    list_select_related = ("queue",)
+    fieldsets = (
+        (None, {"fields": ("queue", "restricts", "restricting_verdict")}),
+        (
+            "What is restricted (at least one kind)",
+            {
+                "fields": (
+                    "decision_visibility",
+                    "decision_visibility_other",
+                    "decision_monetary",
+                    "decision_monetary_other",
+                    "decision_provision",
+                    "decision_account",
+                    "account_type",
+                    "restriction_duration",
+                    "territorial_scope",
+                )
+            },
+        ),
+        (
+            "Content and source",
+            {
+                "fields": (
+                    "content_type",
+                    "content_type_other",
+                    "content_language",
+                    "content_date_key",
+                    "source_type",
+                    "source_identity",
+                )
+            },
+        ),
+        ("Statement identity", {"fields": ("puid_template",)}),
+    )
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # statements name it; switch "restricts" off instead
+
+
+@admin.register(ReasonMapping)
+class ReasonMappingAdmin(HeldPermissionAdmin):
+    form = ReasonMappingForm
+    list_display = ("reason_code", "queue", "decision_ground", "category")
+    list_select_related = ("reason_code", "queue")
+    list_filter = ("queue",)
+
+
+@admin.register(StatementOfReasons)
+class StatementOfReasonsAdmin(ReadOnlyAdmin):
+    """Statements as built: the failing ones (the contract refused them) first to fix."""
+
+    list_display = ("puid", "kind", "decision", "is_valid", "created_at")
+    list_filter = ("kind",)
+    search_fields = ("puid",)
+    fields = ("puid", "kind", "decision", "replaces", "body", "sha256", "errors", "created_at")
+    readonly_fields = fields
+
+    @admin.display(boolean=True, description="valid")
+    def is_valid(self, statement: StatementOfReasons) -> bool:
+        return statement.valid
