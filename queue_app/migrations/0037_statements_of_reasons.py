@@ -75,7 +75,7 @@ DROP TRIGGER IF EXISTS statemententry_no_truncate ON queue_app_statemententry;
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('queue_app', '0035_suggestions'),
+        ('queue_app', '0036_stop_automation_permission'),
     ]
 
     operations = [
