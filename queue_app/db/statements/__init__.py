@@ -28,6 +28,7 @@ from queue_app.db.statements import (
     mywork,
     ops,
     outbox,
+    replication,
 )
 
 MODULES: tuple[ModuleType, ...] = (
@@ -43,6 +44,7 @@ MODULES: tuple[ModuleType, ...] = (
     ops,
     mywork,
     evidence,
+    replication,
 )
 
 
