@@ -12,6 +12,7 @@ import shutil
 import socket
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,3 +72,9 @@ def give(path: Path, user: str | None) -> None:
     if user is not None:
         entry = pwd.getpwnam(user)
         os.chown(path, entry.pw_uid, entry.pw_gid)
+
+
+def server_host(settings_dict: dict[str, Any]) -> str:
+    """The host (or socket folder) a Django connection's settings name: a DATABASE_URL with a
+    socket folder carries it in OPTIONS (django-environ), not HOST."""
+    return settings_dict.get("HOST") or settings_dict.get("OPTIONS", {}).get("host") or "127.0.0.1"

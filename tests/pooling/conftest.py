@@ -23,7 +23,7 @@ import psycopg
 import pytest
 from django.db import connection, connections
 
-from tests.servers import find_program, free_port, give, run_as, server_dir
+from tests.servers import find_program, free_port, give, run_as, server_dir, server_host
 
 # The worker's fixtures, for the worker test here: a ledger effect and real worker processes.
 from tests.worker.conftest import ledger, ledger_queue, spawn_worker, worker_env  # noqa: F401
@@ -91,7 +91,7 @@ def start_pgbouncer(settings_dict: dict[str, Any], *, pool_size: int = POOL_SIZE
     program = find_program("pgbouncer", package="pgbouncer")
     user = run_as()
     folder = server_dir("pgbouncer-", user)
-    host = settings_dict["HOST"] or "127.0.0.1"
+    host = server_host(settings_dict)
     server = f"host={host}" + (f" port={settings_dict['PORT']}" if settings_dict["PORT"] else "")
     db_user = settings_dict["USER"] or "postgres"
     password = settings_dict["PASSWORD"] or ""
@@ -113,9 +113,9 @@ admin_users = {db_user}
 pool_mode = transaction
 default_pool_size = {pool_size}
 max_client_conn = 200
-; psycopg and Django send nothing else PgBouncer does not know; `options` carries the
-; session guards, which behind this pooler are the role's (docs/scaling.md).
-ignore_startup_parameters = extra_float_digits, options
+; Not `options`: PgBouncer refuses a client sending it, as a deployment's would, so a process
+; started with REVIEW_TRANSACTION_POOLER that still sent the session guards fails here.
+ignore_startup_parameters = extra_float_digits
 server_reset_query =
 logfile = {folder / "pgbouncer.log"}
 pidfile = {folder / "pgbouncer.pid"}

@@ -22,7 +22,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.servers import free_port, give, run_as, server_dir
+from tests.servers import free_port, give, run_as, server_dir, server_host
 
 START_TIMEOUT = 10
 
@@ -147,6 +147,7 @@ def start_replication(source: dict[str, Any]) -> Replication:
             give(path, user)
         _run(
             "initdb",
+            "--no-sync",
             "--auth=trust",
             "-U",
             "postgres",
@@ -179,7 +180,7 @@ def start_replication(source: dict[str, Any]) -> Replication:
         _run(
             "pg_basebackup",
             *("-h", str(primary.socket_dir), "-p", str(primary.port), "-U", "postgres"),
-            *("-D", str(standby.pgdata), "-R", "-X", "stream", "-c", "fast"),
+            *("-D", str(standby.pgdata), "-R", "-X", "stream", "-c", "fast", "--no-sync"),
             user=user,
         )
         standby.start()
@@ -207,7 +208,7 @@ def _streaming(primary: Cluster) -> bool:
 
 
 def _source_args(source: dict[str, Any]) -> list[str]:
-    args = ["-h", source["HOST"] or "127.0.0.1", "-U", source["USER"] or "postgres"]
+    args = ["-h", server_host(source), "-U", source["USER"] or "postgres"]
     if source["PORT"]:
         args += ["-p", str(source["PORT"])]
     return args
