@@ -135,9 +135,7 @@ def test_ops_and_export_read_the_replica_and_fall_back_when_it_stops(
     assert _open_work_on(ran) == {"default": 0, "replica": 1}
     _clear(ran)
     assert _exported() == 4
-    assert ran["default"] == [] or not any(
-        'FROM "queue_app_decision"' in sql for sql in ran["default"]
-    )
+    assert not any('FROM "queue_app_decision"' in sql for sql in ran["default"])
 
 
 def _receive_ahead_of_replay(replicated: Replication) -> bool:
