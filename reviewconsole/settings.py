@@ -163,15 +163,28 @@ DATABASES["default"].setdefault(
 DB_IDLE_IN_TRANSACTION_TIMEOUT_MS = env.int("DB_IDLE_IN_TRANSACTION_TIMEOUT_MS", default=60_000)
 DB_STATEMENT_TIMEOUT_MS = env.int("DB_STATEMENT_TIMEOUT_MS", default=0)
 _db_options = DATABASES["default"].setdefault("OPTIONS", {})
-_db_options["options"] = " ".join(
-    part
-    for part in (
-        _db_options.get("options", ""),
-        f"-c idle_in_transaction_session_timeout={DB_IDLE_IN_TRANSACTION_TIMEOUT_MS}",
-        f"-c statement_timeout={DB_STATEMENT_TIMEOUT_MS}",
+# DATABASE_URL names PgBouncer in transaction mode (docs/scaling.md): a server connection is
+# lent for one transaction, so nothing may rely on a session. The session guards above cannot
+# ride on the connection (PgBouncer refuses the `options` start-up parameter): set them on the
+# role instead (ALTER ROLE ... SET). Django's server-side cursors outside a transaction are WITH
+# HOLD, a session's, so they are off (Django's own advice for transaction pooling). The apply
+# worker LISTENs on DATABASE_DIRECT_URL (PostgreSQL itself) and sets no session guards.
+REVIEW_TRANSACTION_POOLER = env.bool("REVIEW_TRANSACTION_POOLER", default=False)
+if REVIEW_TRANSACTION_POOLER:
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+else:
+    _db_options["options"] = " ".join(
+        part
+        for part in (
+            _db_options.get("options", ""),
+            f"-c idle_in_transaction_session_timeout={DB_IDLE_IN_TRANSACTION_TIMEOUT_MS}",
+            f"-c statement_timeout={DB_STATEMENT_TIMEOUT_MS}",
+        )
+        if part
     )
-    if part
-)
+# PostgreSQL itself, for what needs a session of its own: the apply worker's LISTEN. Unset: the
+# worker listens on DATABASE_URL (right unless that is a pooler in transaction mode).
+DATABASE_DIRECT_URL = env("DATABASE_DIRECT_URL", default="")
 # The claim and decide statements bind their parameters on the server (queue_app.db.runner.
 # run_together), and psycopg prepares a statement a connection has run 5 times, so the server
 # stops planning it anew. Django's own cursors bind on the client and never prepare, so this
@@ -193,6 +206,16 @@ if env("DATABASE_REPLICA_URL", default=""):
         # instant.
         "TEST": {"MIRROR": "default"},
     }
+    # A replica that cannot be reached fails its check within this (reviewconsole/routers.py).
+    DATABASES["replica"].setdefault("OPTIONS", {}).setdefault("connect_timeout", 2)
+# Reads inside replica_reads() go back to the primary when the replica is down or its replay
+# is further behind than this many seconds (reviewconsole/routers.py, docs/scaling.md).
+REVIEW_REPLICA_MAX_LAG_SECONDS = env.float("REVIEW_REPLICA_MAX_LAG_SECONDS", default=30.0)
+if REVIEW_REPLICA_MAX_LAG_SECONDS < 0:
+    raise ImproperlyConfigured(
+        "REVIEW_REPLICA_MAX_LAG_SECONDS must be 0 or more seconds (0: only a replica that has "
+        f"replayed everything it received serves reads); got {REVIEW_REPLICA_MAX_LAG_SECONDS}."
+    )
 DATABASE_ROUTERS = ["reviewconsole.routers.ReplicaRouter"]
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -110,6 +110,14 @@ EXPECTED = {
             "queue_id" in name for name in r["b9"]["statements_per_check_cycle"]["statements"]
         )
     ),
+    # Every side of the pooler comparison was timed (PgBouncer's through a real one), and the
+    # replica was sampled while decisions streamed to it.
+    "pooler.py": lambda r: (
+        all(side["p50"] > 0 for side in r["pooler"]["cycle_ms"].values())
+        and r["pooler"]["ratio_pooled_vs_direct_unprepared"] > 0
+        and r["replica"]["decisions"] > 0
+        and r["replica"]["samples"] > 0
+    ),
     "profile_cycle.py": lambda r: (
         r["statements_per_cycle"] > 0 and r["floor_client_cpu_ms_per_cycle"] > 0
     ),

@@ -2083,3 +2083,22 @@ WITH src AS (
 )
 SELECT decision.*, src.needs_check AS awaiting_check, src.qa_sampled
   FROM decision, src;
+
+-- ===============================================================================================
+-- replication: The state of streaming replication, read where it is known: on the replica, or the primary.
+
+-- name: REPLICA_LAG
+-- How far the replica's replay is behind what it received, in seconds.
+SELECT pg_is_in_recovery() AS in_recovery,
+       CASE WHEN NOT pg_is_in_recovery() THEN 0.0
+            WHEN pg_last_wal_receive_lsn() IS NOT DISTINCT FROM pg_last_wal_replay_lsn() THEN 0.0
+            ELSE coalesce(extract(epoch FROM now() - pg_last_xact_replay_timestamp()), 0.0)
+       END::float8 AS lag_seconds;
+
+-- name: STANDBYS
+-- The primary's standbys and how far each is behind, in seconds and bytes.
+SELECT application_name, client_addr::text AS client_addr, state,
+       coalesce(extract(epoch FROM replay_lag), 0.0)::float8 AS replay_lag_seconds,
+       pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn)::bigint AS replay_behind_bytes
+  FROM pg_stat_replication
+ ORDER BY application_name;

@@ -32,6 +32,7 @@ from queue_app.selectors.queue_figures import (
     QueueFigures,
     read_snapshot,
 )
+from queue_app.selectors.replication import replication_status
 from queue_app.services import retry_effect_jobs
 from reviewconsole.routers import replica_reads
 
@@ -131,6 +132,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "zone": zone_abbreviation(),
         "sla_rows": sla_rows(sla),
         "sla_window_hours": SLA_WINDOW_HOURS,
+        "replication": replication_status(),  # templates/ops/_replication.html
         **lane_context(),
         **automation_context(request),
     }

@@ -1,4 +1,4 @@
-"""bin/ensure-tools: nginx and systemd-analyze found, else installed, else one message.
+"""bin/ensure-tools: nginx, systemd-analyze and pgbouncer found, else installed, else one message.
 
 The script runs with a PATH of its own: a folder holding only the programs it needs (bash's
 helpers, and nginx or systemd-analyze where a test wants them found). apt-get is a stand-in
@@ -28,18 +28,21 @@ def executable(path: Path, body: str = "exit 0") -> Path:
 
 @pytest.fixture
 def machine(tmp_path: Path) -> dict[str, object]:
-    """A PATH with the helpers and systemd-analyze, but no nginx; a recording apt-get."""
+    """A PATH with the helpers, systemd-analyze and pgbouncer, but no nginx; a recording
+    apt-get."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for name in HELPERS:
         os.symlink(shutil.which(name), bin_dir / name)
     executable(bin_dir / "systemd-analyze")
+    executable(bin_dir / "pgbouncer")
     # Root, as on CI and a fresh machine of this kind, whoever runs the test.
     executable(bin_dir / "id", "echo 0")
     log = tmp_path / "apt.log"
     policy = tmp_path / "policy-rc.d"
     env = {
         "PATH": str(bin_dir),
+        "TOOLS_SBIN": "",  # not this machine's /usr/sbin
         "HOME": str(tmp_path),
         "POLICY_RC_D": str(policy),
         "APT_GET": str(
@@ -47,8 +50,8 @@ def machine(tmp_path: Path) -> dict[str, object]:
                 tmp_path / "apt-get",
                 # Record the call, and whether the policy refused service starts meanwhile.
                 f'echo "$* policy=$(cat {policy} 2>/dev/null | tail -n 1)" >> {log}\n'
-                f'case "$*" in *install*) printf "#!/bin/sh\\n" > {bin_dir}/nginx; '
-                f"chmod +x {bin_dir}/nginx;; esac",
+                f'case "$*" in *install*) for p in nginx pgbouncer; do '
+                f'printf "#!/bin/sh\\n" > {bin_dir}/$p; chmod +x {bin_dir}/$p; done;; esac',
             )
         ),
     }
@@ -106,3 +109,13 @@ def test_a_failed_install_says_so_and_keeps_no_policy_behind(machine):
     assert done.returncode == 1
     assert "installing failed (status 100)" in done.stderr
     assert not machine["policy"].exists()
+
+
+def test_it_installs_pgbouncer_for_the_pooling_tests(machine):
+    executable(machine["bin"] / "nginx")
+    (machine["bin"] / "pgbouncer").unlink()
+    done = run(machine["env"])
+    assert done.returncode == 0, done.stderr
+    assert "==> tools: pgbouncer not found; installing" in done.stderr
+    calls = machine["log"].read_text().splitlines()
+    assert calls[-1] == "install -y -qq --no-install-recommends pgbouncer policy=exit 101"

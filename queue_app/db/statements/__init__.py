@@ -29,6 +29,7 @@ from queue_app.db.statements import (
     mywork,
     ops,
     outbox,
+    replication,
 )
 
 MODULES: tuple[ModuleType, ...] = (
@@ -45,6 +46,7 @@ MODULES: tuple[ModuleType, ...] = (
     mywork,
     evidence,
     automation,
+    replication,
 )
 
 

@@ -19,6 +19,7 @@ from types import FrameType
 from typing import Any
 
 import psycopg
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
@@ -45,6 +46,11 @@ RECONNECT_BACKOFF = (0.5, 30.0)
 
 def _configure_session(sender: Any, connection: Any, **kwargs: Any) -> None:
     # Runs for every new connection this process opens, so a reconnect keeps the guards.
+    if settings.REVIEW_TRANSACTION_POOLER:
+        # Behind a pooler in transaction mode a session setting would stay on whichever server
+        # connection ran it and govern other clients' transactions: the guards belong on the
+        # worker's role there (ALTER ROLE ... SET, docs/scaling.md).
+        return
     with connection.cursor() as cursor:
         for name, value in SESSION_SETTINGS.items():
             cursor.execute("SELECT set_config(%s, %s, false)", [name, value])
@@ -316,11 +322,20 @@ class ApplyWorker:
     # -- connections ---------------------------------------------------------------------------
 
     def _listen(self) -> psycopg.Connection[Any]:
+        name = "review-console-apply-listen"
+        if settings.DATABASE_DIRECT_URL:
+            # LISTEN belongs to a session: past a pooler in transaction mode it would listen on
+            # a server connection lent to others, and hear nothing once it was handed back.
+            listener = psycopg.connect(
+                settings.DATABASE_DIRECT_URL, application_name=name, autocommit=True
+            )
+            listener.execute(f"LISTEN {CHANNEL}")
+            return listener
         params = connection.get_connection_params()
         # Django's cursor class and adapters are for its own connection; this one only listens.
         for key in ("cursor_factory", "context", "prepare_threshold"):
             params.pop(key, None)
-        params["application_name"] = "review-console-apply-listen"
+        params["application_name"] = name
         listener = psycopg.connect(**params, autocommit=True)
         listener.execute(f"LISTEN {CHANNEL}")
         return listener
