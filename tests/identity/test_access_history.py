@@ -314,7 +314,9 @@ def test_check_policies_and_hold_reasons_changed_with_raw_sql_are_in_their_queue
     assert changed.change == "threshold: 10000.00 → 5000.00"  # exact, as stored
     assert changed.subject.startswith("check policy #") and "of queue kyc" in changed.subject
     assert changed.subject.endswith("approve when amount ≥ 5000.00")
-    assert found[("check policy", "deleted")].change.startswith("path=amount, queue_id=")
+    assert found[("check policy", "deleted")].change.startswith(
+        "machine_only=False, path=amount, queue_id="
+    )
     retired = found[("hold reason", "changed")]
     assert retired.subject == f"hold reason docs of queue kyc (#{queue.pk})"
     assert retired.change == "retired_at: — → 2026-11-30T12:00:00+00:00"
