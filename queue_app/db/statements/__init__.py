@@ -28,6 +28,7 @@ from queue_app.db.statements import (
     mywork,
     ops,
     outbox,
+    oversight,
 )
 
 MODULES: tuple[ModuleType, ...] = (
@@ -41,6 +42,7 @@ MODULES: tuple[ModuleType, ...] = (
     outbox,
     chain,
     ops,
+    oversight,
     mywork,
     evidence,
 )
