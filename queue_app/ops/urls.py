@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from django.urls import path
 
-from queue_app.ops import views
+from queue_app.ops import oversight, views
 
 app_name = "ops"
 
 urlpatterns = [
     path("ops/", views.dashboard, name="dashboard"),
     path("ops/effect-jobs/<int:decision_id>/retry/", views.retry_dead_job, name="retry_dead_job"),
+    # The oversight figures as files (the /ops/ section's), one route per format.
+    path("ops/oversight.csv", oversight.oversight_export, {"fmt": "csv"}, name="oversight_csv"),
+    path("ops/oversight.json", oversight.oversight_export, {"fmt": "json"}, name="oversight_json"),
     path("metrics", views.metrics, name="metrics"),
     path("healthz", views.healthz, name="healthz"),
 ]

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 # What each statement does, in one line: db/statements.sql heads each statement with it.
 PURPOSE = {
-    "SUGGESTION_FOLLOWING": "Decisions on suggested items by queue, reviewer, band, view; how many followed.",
+    "SUGGESTION_FOLLOWING": (
+        "Decisions on suggested items by queue, reviewer, band, view; how many followed."
+    ),
     "AUTOMATIC_DECISIONS_QA": "Automatic decisions per queue, and how many blind QA agreed with.",
 }
 
