@@ -217,3 +217,40 @@ def test_staff_export_the_figures_as_json(client, operator, history):
     }  # fmt: skip
     assert [r["reviewer"] for r in screen["reviewers"]] == ["alice", "bob"]
     assert doc["all"]["queue"] == "*"
+
+
+# -- manage.py export_oversight -------------------------------------------------------------------
+
+
+def test_the_command_writes_the_same_figures(history, tmp_path, capsys):
+    from django.core.management import call_command
+
+    call_command("export_oversight", "--format", "json", "--output", str(tmp_path / "o.json"))
+    doc = json.loads((tmp_path / "o.json").read_text())
+    assert doc["queues"][0]["bias"]["not_seen_before_choice"]["hits"] == 1
+
+    call_command("export_oversight")  # CSV on standard output
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    by_key = {(r["queue"], r["figure"], r["group"]): r for r in rows}
+    assert by_key[("screen", "bias_followed", "seen_before_choice")]["rate"] == "0.8000"
+
+
+def test_the_command_refuses_a_window_of_no_days(db):
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match="--days must be at least 1"):
+        call_command("export_oversight", "--days", "0")
+
+
+def test_a_shorter_window_leaves_older_decisions_out(screen, alice, tmp_path):
+    from django.core.management import call_command
+
+    many(screen, alice, 2, followed=2, view="shown")  # a day ago
+    decided(screen, alice, suggested="approve", verdict="reject", days_ago=10)
+
+    call_command("export_oversight", "--format", "json", "--days", "5",
+                 "--output", str(tmp_path / "o.json"))  # fmt: skip
+
+    doc = json.loads((tmp_path / "o.json").read_text())
+    assert doc["window_days"] == 5
+    assert doc["queues"][0]["team_followed"]["n"] == 2
