@@ -274,7 +274,9 @@ def seed_screening(escalation: Queue) -> tuple[Queue, int]:
                 # Open work, with its suggestion for the reviewer's page; one the model is this
                 # sure of would have been decided at intake.
                 if Decimal(suggestion["confidence"]) < AUTO_ABOVE:
-                    _new_item(queue, n, subject, payload, suggestion)
+                    # Deadlines from half an hour overdue to four hours ahead (the queue's SLA).
+                    due = timezone.now() + timedelta(minutes=(n * 37) % 270 - 30)
+                    _new_item(queue, n, subject, payload, suggestion, due_at=due)
                 continue
             if seeded:
                 continue
