@@ -190,3 +190,23 @@ def test_nothing_to_show_without_suggestions(screen, alice):
     assert figures.queues == []
     assert not figures.any
     assert figures.all.team.n == 0
+
+
+def test_an_overturn_is_not_counted_as_a_decision_on_the_suggestion(screen, alice, supervisor):
+    from queue_app.models import Decision
+    from queue_app.services import overturn_decision
+
+    original = decided(screen, alice, suggested="approve", verdict="reject", view="shown")
+    overturn_decision(
+        decision_id=original.pk,
+        admin=supervisor,
+        corrected_verdict="approve",
+        reason_code="reviewer_error",
+    )
+    assert Decision.objects.filter(verdict="overturn").count() == 1
+
+    q = read_oversight().queues[0]
+
+    # The reviewer's decision (an override) stands in the figures; the correction adds nothing.
+    assert (q.team.hits, q.team.n) == (0, 1)
+    assert [(r.reviewer, r.followed.n) for r in q.reviewers] == [("alice", 1)]
