@@ -33,6 +33,7 @@ def test_it_seeds_queues_users_and_items_idempotently(monkeypatch, capsys):
         "kyc",
         "reconciliation",
         "escalation",
+        "transaction-screening",
     }
     assert ReviewItem.objects.filter(queue__slug="reconciliation").count() == 20
     recon = ReviewItem.objects.get(idempotency_key="demo-reconciliation-0")
@@ -109,7 +110,9 @@ def test_the_demo_has_a_check_and_a_qa_review_waiting_for_someone_other_than_the
     check = min(checks, key=lambda t: (t.due_at is None, t.due_at or t.created_at, t.created_at))
     assert all(c.due_at == c.item.due_at for c in checks)
     assert LaneTask.objects.filter(queue=recon, kind="qa", state="open", maker=bob).exists()
-    assert set(Decision.objects.values_list("reviewer__username", flat=True)) == {"bob"}
+    assert set(
+        Decision.objects.filter(queue=recon).values_list("reviewer__username", flat=True)
+    ) == {"bob"}
 
     # The home page shows both lanes to alice, who may check; the maker gets neither task.
     alice = User.objects.get(username="alice")
@@ -122,3 +125,44 @@ def test_the_demo_has_a_check_and_a_qa_review_waiting_for_someone_other_than_the
     assert claim_lane_task(queue=recon, kind="check", user=bob) is None
     assert claim_lane_task(queue=recon, kind="qa", user=bob) is None
     assert claim_lane_task(queue=recon, kind="check", user=alice).pk == check.pk
+
+
+def test_the_demo_gives_the_oversight_figures_something_to_say(monkeypatch, capsys):
+    from queue_app.models import Decision, LaneOutcome
+    from queue_app.selectors.oversight import read_oversight
+
+    monkeypatch.setenv("DEMO_PASSWORD", "demo-password-1")
+    call_command("seed_demo", items=20)
+    first = (
+        ReviewItem.objects.filter(queue__slug="transaction-screening").count(),
+        Decision.objects.count(),
+        LaneOutcome.objects.count(),
+    )
+    call_command("seed_demo", items=20)
+    assert (
+        ReviewItem.objects.filter(queue__slug="transaction-screening").count(),
+        Decision.objects.count(),
+        LaneOutcome.objects.count(),
+    ) == first  # a rerun changes nothing
+
+    screening = Queue.objects.get(slug="transaction-screening")
+    assert screening.suggestion_display == "on_request"
+    assert screening.auto_decide_above is not None
+    # Open work carries suggestions for the reviewer's page.
+    assert ReviewItem.objects.filter(
+        queue=screening, state="pending", suggestion__isnull=False
+    ).exists()
+
+    [q] = [q for q in read_oversight().queues if q.slug == "transaction-screening"]
+    # Every band has people's decisions, some of them overrides: the model is wrong on purpose.
+    assert all(band.followed.n > 0 for band in q.calibration[:5])
+    assert sum(band.overridden.hits for band in q.calibration) > 0
+    # People saw the suggestion before choosing and did not, and follow more when they did.
+    assert q.bias.seen.n > 0 and q.bias.unseen.n > 0
+    assert q.bias.gap is not None and q.bias.gap_interval[0] > 0  # clearly, not by chance
+    # The model decided some on its own, and blind QA reviewed some of those.
+    assert q.automatic > 0 and q.automatic_qa.n > 0
+    assert q.automatic_qa.hits < q.automatic_qa.n  # a wrong machine call, caught
+    assert [r.reviewer for r in q.reviewers] == ["alice", "bob", "carol"]
+    # alice, who asks to see the suggestion first, follows it more often than the team.
+    assert q.reviewers[0].followed.value > q.team.value

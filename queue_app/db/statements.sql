@@ -1929,6 +1929,52 @@ SELECT (SELECT count(*) FROM queue_app_unsealeddecision) AS decisions,
        now() AS now;
 
 -- ===============================================================================================
+-- oversight: The statements behind the oversight figures of machine suggestions (/ops/, /metrics, export).
+
+-- name: SUGGESTION_FOLLOWING
+-- Decisions on suggested items by queue, reviewer, band, view; how many followed.
+SELECT d.queue_id, q.slug, q.name AS queue_name, d.reviewer_id,
+       coalesce(d.reviewer_username, u.username) AS reviewer_username,
+       width_bucket((i.suggestion ->> 'confidence')::numeric, %(band_floors)s::numeric[])
+           AS band,
+       d.suggestion_view,
+       count(*) AS decisions,
+       count(*) FILTER (WHERE d.suggestion_followed) AS followed
+  FROM queue_app_decision AS d
+  JOIN queue_app_reviewitem AS i ON i.id = d.item_id
+  JOIN queue_app_queue AS q ON q.id = d.queue_id
+  JOIN auth_user AS u ON u.id = d.reviewer_id
+ WHERE d.created_at >= now() - %(window)s
+   AND d.verdict <> 'overturn'
+   AND d.suggestion_view IS NOT NULL
+ GROUP BY d.queue_id, q.slug, q.name, d.reviewer_id, coalesce(d.reviewer_username, u.username),
+          band, d.suggestion_view
+ ORDER BY q.name, d.queue_id;
+
+-- name: AUTOMATIC_DECISIONS_QA
+-- Automatic decisions per queue, and how many blind QA agreed with.
+SELECT d.queue_id, q.slug, q.name AS queue_name,
+       count(*) AS automatic,
+       count(qa.agrees_verdict) AS qa_reviewed,
+       count(*) FILTER (WHERE qa.agrees_verdict) AS qa_agreed
+  FROM queue_app_decision AS d
+  JOIN queue_app_queue AS q ON q.id = d.queue_id
+  LEFT JOIN LATERAL (
+        SELECT o.agrees_verdict
+          FROM queue_app_lanetask AS t
+          JOIN queue_app_laneoutcome AS o ON o.task_id = t.id
+         WHERE t.item_id = d.item_id AND t.decision_id = d.id AND t.kind = 'qa'
+           AND o.kind = 'qa' AND o.result = 'reviewed'
+         ORDER BY o.created_at DESC
+         LIMIT 1
+       ) AS qa ON true
+ WHERE d.created_at >= now() - %(window)s
+   AND d.verdict <> 'overturn'
+   AND d.suggestion_view = 'automatic'
+ GROUP BY d.queue_id, q.slug, q.name
+ ORDER BY q.name, d.queue_id;
+
+-- ===============================================================================================
 -- mywork: The statements behind My work.
 
 -- name: MY_DECISION_COUNTS

@@ -16,10 +16,12 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
+from queue_app.second_person import Rate
 from queue_app.selectors.agreement import Agreement
 from queue_app.selectors.deadline_figures import SLA_WINDOW_HOURS, SlaFigures, read_sla
 from queue_app.selectors.health import sealing_backlog
 from queue_app.selectors.lane_figures import LaneFigures, read_lane_figures
+from queue_app.selectors.oversight import OversightFigures, read_oversight
 from queue_app.selectors.queue_figures import OpsSnapshot, read_snapshot
 
 PREFIX = "reviewconsole"
@@ -138,6 +140,8 @@ def exposition(*, accept: str = "", snapshot: OpsSnapshot | None = None) -> tupl
     registry.register(SlaCollector(read_sla()))  # deadlines and holds
     # Second-person lanes: backlogs, ages, return rate, QA agreement and kappa per queue.
     registry.register(LaneCollector(read_lane_figures()))
+    # Machine suggestions: calibration per confidence band, automation bias, automatic vs QA.
+    registry.register(OversightCollector(read_oversight()))
     # The sealed log: what waits for the sealer. From the primary, as doctor reads
     # it: the lists are short, and a lagging replica would show entries sealed since as waiting
     # (its age grows with the lag), an alarm about the sealer that is really about the replica.
@@ -287,3 +291,88 @@ class LaneCollector(Collector):
             if a.kappa is not None:
                 kappa.add_metric(label, a.kappa)
         yield from (waiting, leased, oldest, returned, reviews, agree, low, high, kappa)
+
+
+class OversightCollector(Collector):
+    """Oversight of machine suggestions per queue (queue_app/selectors/oversight.py): the
+    calibration table and the automation-bias indicator, as on /ops/."""
+
+    def __init__(self, figures: OversightFigures) -> None:
+        self.figures = figures
+
+    def collect(self) -> Iterator[Metric]:
+        days = self.figures.window.days
+        band = ["queue", "band"]
+        band_n = _gauge(
+            "suggestion_band_decisions",
+            f"People's decisions on suggested items per confidence band, last {days} days.",
+            band,
+        )
+        band_rate = _gauge(
+            "suggestion_band_followed_ratio",
+            "Share of those decisions that agreed with the suggestion (1 - override rate).",
+            band,
+        )
+        band_low = _gauge(
+            "suggestion_band_followed_wilson_low", "Wilson 95 % lower bound of that share.", band
+        )
+        band_high = _gauge(
+            "suggestion_band_followed_wilson_high", "Wilson 95 % upper bound of that share.", band
+        )
+        seen = ["queue", "seen"]
+        bias_n = _gauge(
+            "suggestion_seen_decisions",
+            "People's decisions on suggested items, by whether the suggestion was seen before "
+            f"the choice (seen=before_choice|not_before_choice), last {days} days.",
+            seen,
+        )
+        bias_rate = _gauge(
+            "suggestion_seen_followed_ratio",
+            "Share of those that agreed with the suggestion.",
+            seen,
+        )
+        bias_low = _gauge(
+            "suggestion_seen_followed_wilson_low", "Wilson 95 % lower bound of that share.", seen
+        )
+        bias_high = _gauge(
+            "suggestion_seen_followed_wilson_high", "Wilson 95 % upper bound of that share.", seen
+        )
+        q = ["queue"]
+        gap = _gauge(
+            "suggestion_bias_gap",
+            "Automation-bias indicator: follow rate seen before the choice minus not.",
+            q,
+        )
+        automatic = _gauge(
+            "automatic_decisions_window", f"Automatic decisions, last {days} days.", q
+        )
+        auto_qa = _gauge(
+            "automatic_qa_agreement_ratio",
+            "Share of blind QA reviews of automatic decisions agreeing with the verdict.",
+            q,
+        )
+
+        def add(family: dict[str, GaugeMetricFamily], labels: list[str], rate: Rate) -> None:
+            family["n"].add_metric(labels, rate.n)
+            if rate.value is not None:
+                lo, hi = cast(tuple[float, float], rate.interval)
+                family["rate"].add_metric(labels, rate.value)
+                family["low"].add_metric(labels, lo)
+                family["high"].add_metric(labels, hi)
+
+        bands = {"n": band_n, "rate": band_rate, "low": band_low, "high": band_high}
+        views = {"n": bias_n, "rate": bias_rate, "low": bias_low, "high": bias_high}
+        for f in self.figures.queues:
+            for b in f.calibration:
+                add(bands, [f.slug, b.label], b.followed)
+            add(views, [f.slug, "before_choice"], f.bias.seen)
+            add(views, [f.slug, "not_before_choice"], f.bias.unseen)
+            if f.bias.gap is not None:
+                gap.add_metric([f.slug], f.bias.gap)
+            automatic.add_metric([f.slug], f.automatic)
+            if f.automatic_qa.value is not None:
+                auto_qa.add_metric([f.slug], f.automatic_qa.value)
+        yield from (
+            band_n, band_rate, band_low, band_high, bias_n, bias_rate, bias_low, bias_high, gap,
+            automatic, auto_qa,
+        )  # fmt: skip

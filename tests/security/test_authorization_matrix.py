@@ -110,6 +110,9 @@ EXPECTED: list[tuple[str, dict[str, str]]] = [
     ("api/v1/^(?P<path>.*)$", row("404", "404", "404", "404", "404", "404", "404")),
     # -- operations -------------------------------------------------------------------------------
     ("ops:dashboard", row(LOGIN, "403", "403", "200", "200")),
+    # The oversight figures as files: whoever may see /ops/.
+    ("ops:oversight_csv", row(LOGIN, "403", "403", "200", "200")),
+    ("ops:oversight_json", row(LOGIN, "403", "403", "200", "200")),
     # Retrying a dead effect job needs change_effectjob, as the admin's Retry action does.
     ("ops:retry_dead_job", row(LOGIN, "403", "403", "403", "302+write")),
     # Open by default for the internal network (METRICS_TOKEN closes it); health has no secrets.

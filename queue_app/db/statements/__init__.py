@@ -29,6 +29,7 @@ from queue_app.db.statements import (
     mywork,
     ops,
     outbox,
+    oversight,
     replication,
 )
 
@@ -43,6 +44,7 @@ MODULES: tuple[ModuleType, ...] = (
     outbox,
     chain,
     ops,
+    oversight,
     mywork,
     evidence,
     automation,

@@ -18,6 +18,7 @@ from django.utils import timezone
 from queue_app import chain
 from queue_app.admin.permissions import admin_group_permissions
 from queue_app.evidence import item_evidence_hash
+from queue_app.management.screening_demo import screening_queue, seed_screening
 from queue_app.models import (
     CheckPolicy,
     EvidenceRule,
@@ -303,7 +304,14 @@ class Command(BaseCommand):
                 "default_sla": timedelta(hours=24),
             },
         )
-        queues = {"kyc": kyc, "reconciliation": recon, "escalation": escalation}
+        # Machine suggestions under oversight (queue_app/management/screening_demo.py).
+        screening, _ = screening_queue(escalation)
+        queues = {
+            "kyc": kyc,
+            "reconciliation": recon,
+            "escalation": escalation,
+            "transaction-screening": screening,
+        }
         for slug, by_verdict in REASONS.items():
             for verdict, codes in by_verdict.items():
                 for code, label in codes:
@@ -404,12 +412,15 @@ class Command(BaseCommand):
                 made += created
         attached = self._attach_demo_documents(items)
         decided = self._second_person_demo(recon, items)
+        # After the users: the history names alice, bob and carol.
+        _, screened = seed_screening(escalation)
         # The demo's decisions are sealed with them, so the audit export shows each one's link
         # from the start; the apply worker (make run starts one) seals every later decision.
         sealed = chain.seal_all(wait=True)
         self.stdout.write(
             f"Seeded demo data: {made} new items, {attached} new attachments, "
-            f"{decided} new decisions by {DEMO_MAKER} for the Checks and QA lanes "
+            f"{decided} new decisions by {DEMO_MAKER} for the Checks and QA lanes, "
+            f"{screened} in the transaction-screening history "
             f"({sealed} sealed into the decision log)."
         )
         if password:
