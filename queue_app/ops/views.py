@@ -33,6 +33,7 @@ from queue_app.selectors.queue_figures import (
     read_snapshot,
 )
 from queue_app.selectors.replication import replication_status
+from queue_app.selectors.statement_figures import read_statement_figures
 from queue_app.services import retry_effect_jobs
 from reviewconsole.routers import replica_reads
 
@@ -135,6 +136,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "replication": replication_status(),  # templates/ops/_replication.html
         **lane_context(),
         **automation_context(request),
+        "statement_figures": read_statement_figures(),
     }
     return render(request, "ops/dashboard.html", context)
 
