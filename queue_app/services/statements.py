@@ -163,11 +163,15 @@ def record_statement(*, decision: Decision) -> StatementOfReasons | None:
 
 
 def _queue_deliveries(row: StatementOfReasons) -> None:
-    """Write the statement's outbox jobs with it: the notice always, the Transparency Database
-    submission for a restriction the contract accepts (a refused one is never sent)."""
+    """Write the statement's outbox jobs with it: the notice to the affected person, and the
+    Transparency Database submission for a restriction. A statement the contract refused gets
+    neither (a notice without its ground would not be a statement of reasons): it shows as
+    failing until its mapping is fixed, and the next decision gets a good one."""
+    if row.errors:
+        return
     now = timezone.now()
     channels = [DeliveryChannel.NOTICE]
-    if row.kind == StatementKind.RESTRICTION and not row.errors:
+    if row.kind == StatementKind.RESTRICTION:
         channels.append(DeliveryChannel.TRANSPARENCY_DATABASE)
     StatementDelivery.objects.bulk_create(
         [
