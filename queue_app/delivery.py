@@ -265,17 +265,6 @@ def submit_statements(*, policy: RetryPolicy | None = None) -> int:
     return len(jobs)
 
 
-def retry_dead(deliveries: QuerySet[StatementDelivery]) -> int:
-    """Put dead deliveries back in line (once the mapping or receiver is fixed); return how many.
-
-    A statement refused for its fields keeps its body (statements are append-only): retrying
-    helps when the receiver was wrong, not the statement.
-    """
-    return deliveries.filter(dead=True, done_at__isnull=True).update(
-        dead=False, next_attempt_at=timezone.now(), attempts=0
-    )
-
-
 # -- bookkeeping ----------------------------------------------------------------------------------
 
 

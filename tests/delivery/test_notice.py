@@ -8,14 +8,16 @@ from datetime import date
 from hashlib import sha256
 
 import pytest
+from django.contrib.auth.models import Permission, User
+from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
 from queue_app import delivery
 from queue_app.apply import apply_batch
 from queue_app.models import DeliveryChannel, StatementDelivery, StatementOfReasons
-from queue_app.services import overturn_decision
+from queue_app.services import overturn_decision, retry_statement_deliveries
 from tests.conftest import with_overturn_permission
-from tests.delivery.conftest import SECRET, built, decide, make_due
+from tests.delivery.conftest import SECRET, SECRET_ENV, built, decide, make_due
 
 pytestmark = pytest.mark.django_db
 
@@ -152,11 +154,35 @@ def test_a_refusing_platform_is_retried_then_a_server_error_later(notifying_post
     assert list(platform.kept) == [statement.puid]
 
 
-def test_a_queue_without_a_webhook_gets_a_dead_notice_saying_so(posts, alice):
+@pytest.fixture
+def staff_retrier(db):
+    user = User.objects.create_user("ops-retrier", password="pw", is_staff=True)
+    user.user_permissions.add(Permission.objects.get(codename="change_statementdelivery"))
+    return User.objects.get(pk=user.pk)
+
+
+def test_a_queue_without_a_webhook_gets_a_dead_notice_an_operator_retries(
+    posts, platform, alice, monkeypatch, staff_retrier
+):
+    monkeypatch.setenv(SECRET_ENV, SECRET)
     (statement,) = built(posts, alice)
     delivery.deliver_notices()
     job = statement.deliveries.get(channel=DeliveryChannel.NOTICE)
     assert job.dead and "has no webhook URL" in job.last_error
-    assert delivery.retry_dead(StatementDelivery.objects.filter(pk=job.pk)) == 1
+    posts.webhook_url, posts.webhook_secret_env = platform.url, SECRET_ENV
+    posts.save()
+    assert retry_statement_deliveries(delivery_ids=[job.pk], operator=staff_retrier) == 1
     job.refresh_from_db()
     assert not job.dead and job.attempts == 0
+    assert delivery.deliver_notices() == 1
+    assert platform.keys() == [statement.puid]
+
+
+def test_retrying_needs_the_permission(posts, alice):
+    (statement,) = built(posts, alice)
+    delivery.deliver_notices()
+    job = statement.deliveries.get(channel=DeliveryChannel.NOTICE)
+    with pytest.raises(PermissionDenied):
+        retry_statement_deliveries(delivery_ids=[job.pk], operator=alice)
+    job.refresh_from_db()
+    assert job.dead
