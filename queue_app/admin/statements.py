@@ -118,6 +118,16 @@ class StatementPolicyForm(forms.ModelForm):
         fields["content_type"].choices = _choices("CONTENT_TYPES")
         fields["content_language"].choices = _choices("LANGUAGES", blank=True)
         fields["source_type"].choices = _choices("SOURCE_TYPES")
+        if "appeal_window_months" in fields:
+            # Left empty: the default (six months), so a form without it still saves.
+            fields["appeal_window_months"].required = False
+
+    def clean_appeal_window_months(self) -> int:
+        value = self.cleaned_data.get("appeal_window_months")
+        if value is None:
+            default = StatementPolicy._meta.get_field("appeal_window_months").get_default()
+            return int(default)
+        return int(value)
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -250,6 +260,10 @@ class StatementPolicyAdmin(HeldPermissionAdmin):
             },
         ),
         ("Statement identity", {"fields": ("puid_template",)}),
+        (
+            "Redress, as the affected person's notice says",
+            {"fields": ("appeal_window_months", "out_of_court_settlement")},
+        ),
     )
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
