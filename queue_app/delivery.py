@@ -24,7 +24,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 from django.template.loader import render_to_string
 from django.utils import timezone, translation
 
@@ -175,8 +175,15 @@ def send_notice(statement: StatementOfReasons) -> dict[str, Any]:
 
 
 def _due(channel: str, limit: int) -> list[StatementDelivery]:
+    # In order per item: a statement's delivery waits while the one of the statement it
+    # replaces is not done on the same channel (retrying, dead, or in another worker's open
+    # transaction), so the platform never hears "lifted" before the restriction it lifts.
+    earlier = StatementDelivery.objects.filter(
+        statement_id=OuterRef("statement__replaces_id"), channel=channel, done_at__isnull=True
+    )
     rows: QuerySet[StatementDelivery] = (
         StatementDelivery.objects.select_for_update(skip_locked=True, of=("self",))
+        .exclude(Exists(earlier))
         .filter(
             channel=channel, done_at__isnull=True, dead=False, next_attempt_at__lte=timezone.now()
         )

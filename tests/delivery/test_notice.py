@@ -131,7 +131,9 @@ def test_a_lifted_restriction_gets_its_notice_naming_the_earlier_one(
         pass
     lifted = StatementOfReasons.objects.get(decision_id=overturn.pk)
     assert _channels(lifted) == {DeliveryChannel.NOTICE}
-    assert delivery.deliver_notices() == 2
+    # One after the other: the lifted notice is not claimed while the restriction's is open.
+    assert delivery.deliver_notices() == 1
+    assert delivery.deliver_notices() == 1
     notices = [json.loads(body) for _, body in platform.requests]
     assert [n["kind"] for n in notices] == ["restriction", "lifted"]
     assert notices[1]["replaces_puid"] == first.puid
@@ -186,3 +188,30 @@ def test_retrying_needs_the_permission(posts, alice):
         retry_statement_deliveries(delivery_ids=[job.pk], operator=alice)
     job.refresh_from_db()
     assert job.dead
+
+
+def test_a_lifted_notice_waits_for_the_restriction_it_lifts(
+    notifying_posts, platform, alice, supervisor
+):
+    platform.replies = [503]
+    (first,) = built(notifying_posts, alice)
+    assert delivery.deliver_notices() == 1
+    overturn = overturn_decision(
+        decision_id=first.decision_id,
+        admin=with_overturn_permission(supervisor),
+        corrected_verdict="approve",
+        reason_code="reviewer_error",
+        note="Not fraud after all",
+    )
+    while apply_batch():
+        pass
+    lifted = StatementOfReasons.objects.get(decision_id=overturn.pk)
+    # Due now, but the restriction's notice is still to be delivered: it waits.
+    assert delivery.deliver_notices() == 0
+    assert len(platform.requests) == 1
+
+    make_due()
+    assert delivery.deliver_notices() == 1
+    assert lifted.deliveries.get().attempts == 0
+    assert delivery.deliver_notices() == 1
+    assert platform.keys() == [first.puid, first.puid, lifted.puid]
