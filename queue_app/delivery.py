@@ -38,6 +38,10 @@ from queue_app.transparency import contract, submitter
 logger = logging.getLogger("queue_app.delivery")
 
 NOTICE_EVENT = "review.statement_notice"
+# The Transparency Database call runs inside the claiming transaction: well under the apply
+# worker's idle-in-transaction budget (run_apply_worker.SESSION_SETTINGS), so a slow answer
+# fails as "no answer" (retried through existing_puids) instead of losing the connection.
+TDB_TIMEOUT = 20.0
 RESTRICTION_FIELDS = (
     "decision_visibility",
     "decision_visibility_other",
@@ -244,6 +248,7 @@ def submit_statements(*, policy: RetryPolicy | None = None) -> int:
             base_url=settings.REVIEW_TDB_URL,
             token_env=settings.REVIEW_TDB_TOKEN_ENV,
             attempt=attempt,
+            timeout=TDB_TIMEOUT,
         )
         for job in jobs:
             puid = job.statement.puid

@@ -160,3 +160,24 @@ def test_two_workers_never_send_one_statement_twice(posts, alice, standin, monke
     assert _sent_puids(standin) == Counter({s.puid: 1 for s in statements})
     assert len(standin.calls) == 1
     assert all(job.done_at is not None for job in _jobs(statements))
+
+
+@pytest.mark.django_db
+def test_an_unset_token_waits_naming_its_variable_and_no_token_is_logged(
+    posts, alice, standin, monkeypatch, caplog
+):
+    from tests.delivery.conftest import TOKEN, TOKEN_ENV
+
+    (statement,) = built(posts, alice)
+    monkeypatch.delenv(TOKEN_ENV)
+    assert delivery.submit_statements() == 1
+    (job,) = _jobs([statement])
+    assert job.done_at is None and not job.dead
+    assert TOKEN_ENV in job.last_error
+    assert standin.calls == []
+
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    make_due()
+    assert delivery.submit_statements() == 1
+    assert list(standin.stored()) == [statement.puid]
+    assert TOKEN not in caplog.text
