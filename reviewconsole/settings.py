@@ -349,6 +349,11 @@ UNAPPLIED_ALERT_MINUTES = env.int("UNAPPLIED_ALERT_MINUTES", default=5)
 # of a callable taking the Decision, e.g. REVIEW_EFFECTS="unblock=myapp.effects.unblock". Only
 # these are ever imported (queue_app/effects.py): a queue setting cannot name arbitrary code.
 REVIEW_EFFECTS = env.dict("REVIEW_EFFECTS", default={})
+# The Commission's Transparency Database (statements of reasons): its base URL, empty to submit
+# nothing, and the NAME of the environment variable holding the platform's token (never the
+# token itself, which is read when sending and never logged).
+REVIEW_TDB_URL = env("REVIEW_TDB_URL", default="")
+REVIEW_TDB_TOKEN_ENV = env("REVIEW_TDB_TOKEN_ENV", default="REVIEW_TDB_TOKEN")
 METRICS_TOKEN = env("METRICS_TOKEN", default="")
 
 # Signed checkpoints of the decision chain (queue_app/chain_checkpoints.py): the Ed25519 key that

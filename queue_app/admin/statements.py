@@ -12,6 +12,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from queue_app.admin.base import HeldPermissionAdmin, ReadOnlyAdmin
@@ -19,9 +20,11 @@ from queue_app.models import (
     Queue,
     ReasonCode,
     ReasonMapping,
+    StatementDelivery,
     StatementOfReasons,
     StatementPolicy,
 )
+from queue_app.services import retry_statement_deliveries
 from queue_app.services import statements as statements_service
 from queue_app.transparency.contract import labels
 
@@ -115,6 +118,16 @@ class StatementPolicyForm(forms.ModelForm):
         fields["content_type"].choices = _choices("CONTENT_TYPES")
         fields["content_language"].choices = _choices("LANGUAGES", blank=True)
         fields["source_type"].choices = _choices("SOURCE_TYPES")
+        if "appeal_window_months" in fields:
+            # Left empty: the default (six months), so a form without it still saves.
+            fields["appeal_window_months"].required = False
+
+    def clean_appeal_window_months(self) -> int:
+        value = self.cleaned_data.get("appeal_window_months")
+        if value is None:
+            default = StatementPolicy._meta.get_field("appeal_window_months").get_default()
+            return int(default)
+        return int(value)
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -247,6 +260,10 @@ class StatementPolicyAdmin(HeldPermissionAdmin):
             },
         ),
         ("Statement identity", {"fields": ("puid_template",)}),
+        (
+            "Redress, as the affected person's notice says",
+            {"fields": ("appeal_window_months", "out_of_court_settlement")},
+        ),
     )
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -274,3 +291,59 @@ class StatementOfReasonsAdmin(ReadOnlyAdmin):
     @admin.display(boolean=True, description="valid")
     def is_valid(self, statement: StatementOfReasons) -> bool:
         return statement.valid
+
+
+class DeliveryStatusFilter(admin.SimpleListFilter):
+    title = "status"
+    parameter_name = "status"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("dead", "Dead"), ("waiting", "Waiting"), ("done", "Done")]
+
+    def queryset(
+        self, request: HttpRequest, queryset: QuerySet[StatementDelivery]
+    ) -> QuerySet[StatementDelivery]:
+        if self.value() == "dead":
+            return queryset.filter(dead=True, done_at__isnull=True)
+        if self.value() == "waiting":
+            return queryset.filter(dead=False, done_at__isnull=True)
+        if self.value() == "done":
+            return queryset.filter(done_at__isnull=False)
+        return queryset
+
+
+@admin.register(StatementDelivery)
+class StatementDeliveryAdmin(ReadOnlyAdmin):
+    """Notices and Transparency Database submissions: the dead ones, with why, to retry."""
+
+    list_display = (
+        "statement",
+        "channel",
+        "status",
+        "attempts",
+        "next_attempt_at",
+        "last_error",
+        "done_at",
+    )
+    list_select_related = ("statement",)
+    list_filter = (DeliveryStatusFilter, "channel")
+    search_fields = ("statement__puid",)
+    ordering = ("-created_at",)
+    show_full_result_count = False
+    actions = ("retry",)
+
+    @admin.display(description="status")
+    def status(self, job: StatementDelivery) -> str:
+        return job.status.upper() if job.status == "dead" else job.status
+
+    def has_retry_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("queue_app.change_statementdelivery")
+
+    @admin.action(description="Retry selected dead deliveries", permissions=["retry"])
+    def retry(self, request: HttpRequest, queryset: QuerySet[StatementDelivery]) -> None:
+        revived = retry_statement_deliveries(
+            delivery_ids=queryset.values_list("pk", flat=True), operator=request.user
+        )
+        skipped = queryset.count() - revived
+        note = f" {skipped} were not dead and were left alone." if skipped else ""
+        self.message_user(request, f"Put {revived} dead delivery(ies) back in line.{note}")

@@ -3020,6 +3020,26 @@ AS $function$
                 END;
             $function$;
 
+-- === queue_app_statementdelivery ====================================================================
+-- constraint delivery_channel_valid
+ALTER TABLE queue_app_statementdelivery ADD CONSTRAINT delivery_channel_valid
+    CHECK (((channel)::text = ANY ((ARRAY['notice'::character varying, 'tdb'::character varying])::text[])));
+
+-- constraint delivery_once
+ALTER TABLE queue_app_statementdelivery ADD CONSTRAINT delivery_once
+    UNIQUE (statement_id, channel);
+
+-- constraint queue_app_statementd_statement_id_3c3ef087_fk_queue_app
+ALTER TABLE queue_app_statementdelivery ADD CONSTRAINT queue_app_statementd_statement_id_3c3ef087_fk_queue_app
+    FOREIGN KEY (statement_id) REFERENCES queue_app_statementofreasons(id) DEFERRABLE INITIALLY DEFERRED;
+
+-- constraint queue_app_statementdelivery_attempts_check
+ALTER TABLE queue_app_statementdelivery ADD CONSTRAINT queue_app_statementdelivery_attempts_check
+    CHECK ((attempts >= 0));
+
+-- index delivery_due
+CREATE INDEX delivery_due ON public.queue_app_statementdelivery USING btree (channel, next_attempt_at) WHERE ((NOT dead) AND (done_at IS NULL));
+
 -- === queue_app_statemententry =======================================================================
 -- constraint queue_app_statemente_batch_id_06cf3015_fk_queue_app
 ALTER TABLE queue_app_statemententry ADD CONSTRAINT queue_app_statemente_batch_id_06cf3015_fk_queue_app
@@ -3100,12 +3120,16 @@ $function$;
 ALTER TABLE queue_app_statementpolicy ADD CONSTRAINT queue_app_statementp_queue_id_21f2cf7f_fk_queue_app
     FOREIGN KEY (queue_id) REFERENCES queue_app_queue(id) DEFERRABLE INITIALLY DEFERRED;
 
+-- constraint queue_app_statementpolicy_appeal_window_months_check
+ALTER TABLE queue_app_statementpolicy ADD CONSTRAINT queue_app_statementpolicy_appeal_window_months_check
+    CHECK ((appeal_window_months >= 0));
+
 -- constraint queue_app_statementpolicy_queue_id_key
 ALTER TABLE queue_app_statementpolicy ADD CONSTRAINT queue_app_statementpolicy_queue_id_key
     UNIQUE (queue_id);
 
 -- trigger pgtrigger_changed_update_d090b
-CREATE TRIGGER pgtrigger_changed_update_d090b AFTER UPDATE ON public.queue_app_statementpolicy FOR EACH ROW WHEN ((((old.account_type)::text IS DISTINCT FROM (new.account_type)::text) OR ((old.content_date_key)::text IS DISTINCT FROM (new.content_date_key)::text) OR ((old.content_language)::text IS DISTINCT FROM (new.content_language)::text) OR (old.content_type IS DISTINCT FROM new.content_type) OR ((old.content_type_other)::text IS DISTINCT FROM (new.content_type_other)::text) OR ((old.decision_account)::text IS DISTINCT FROM (new.decision_account)::text) OR ((old.decision_monetary)::text IS DISTINCT FROM (new.decision_monetary)::text) OR ((old.decision_monetary_other)::text IS DISTINCT FROM (new.decision_monetary_other)::text) OR ((old.decision_provision)::text IS DISTINCT FROM (new.decision_provision)::text) OR (old.decision_visibility IS DISTINCT FROM new.decision_visibility) OR ((old.decision_visibility_other)::text IS DISTINCT FROM (new.decision_visibility_other)::text) OR ((old.puid_template)::text IS DISTINCT FROM (new.puid_template)::text) OR (old.queue_id IS DISTINCT FROM new.queue_id) OR ((old.restricting_verdict)::text IS DISTINCT FROM (new.restricting_verdict)::text) OR (old.restriction_duration IS DISTINCT FROM new.restriction_duration) OR (old.restricts IS DISTINCT FROM new.restricts) OR ((old.source_identity)::text IS DISTINCT FROM (new.source_identity)::text) OR ((old.source_type)::text IS DISTINCT FROM (new.source_type)::text) OR (old.territorial_scope IS DISTINCT FROM new.territorial_scope))) EXECUTE FUNCTION pgtrigger_changed_update_d090b();
+CREATE TRIGGER pgtrigger_changed_update_d090b AFTER UPDATE ON public.queue_app_statementpolicy FOR EACH ROW WHEN ((((old.account_type)::text IS DISTINCT FROM (new.account_type)::text) OR (old.appeal_window_months IS DISTINCT FROM new.appeal_window_months) OR ((old.content_date_key)::text IS DISTINCT FROM (new.content_date_key)::text) OR ((old.content_language)::text IS DISTINCT FROM (new.content_language)::text) OR (old.content_type IS DISTINCT FROM new.content_type) OR ((old.content_type_other)::text IS DISTINCT FROM (new.content_type_other)::text) OR ((old.decision_account)::text IS DISTINCT FROM (new.decision_account)::text) OR ((old.decision_monetary)::text IS DISTINCT FROM (new.decision_monetary)::text) OR ((old.decision_monetary_other)::text IS DISTINCT FROM (new.decision_monetary_other)::text) OR ((old.decision_provision)::text IS DISTINCT FROM (new.decision_provision)::text) OR (old.decision_visibility IS DISTINCT FROM new.decision_visibility) OR ((old.decision_visibility_other)::text IS DISTINCT FROM (new.decision_visibility_other)::text) OR (old.out_of_court_settlement IS DISTINCT FROM new.out_of_court_settlement) OR ((old.puid_template)::text IS DISTINCT FROM (new.puid_template)::text) OR (old.queue_id IS DISTINCT FROM new.queue_id) OR ((old.restricting_verdict)::text IS DISTINCT FROM (new.restricting_verdict)::text) OR (old.restriction_duration IS DISTINCT FROM new.restriction_duration) OR (old.restricts IS DISTINCT FROM new.restricts) OR ((old.source_identity)::text IS DISTINCT FROM (new.source_identity)::text) OR ((old.source_type)::text IS DISTINCT FROM (new.source_type)::text) OR (old.territorial_scope IS DISTINCT FROM new.territorial_scope))) EXECUTE FUNCTION pgtrigger_changed_update_d090b();
 
 -- trigger pgtrigger_created_insert_2b0eb
 CREATE TRIGGER pgtrigger_created_insert_2b0eb AFTER INSERT ON public.queue_app_statementpolicy FOR EACH ROW EXECUTE FUNCTION pgtrigger_created_insert_2b0eb();
@@ -3127,7 +3151,7 @@ AS $function$
                             RETURN NEW;
                         END IF;
                     END IF;
-                    INSERT INTO "queue_app_statementpolicyevent" ("account_type", "content_date_key", "content_language", "content_type", "content_type_other", "decision_account", "decision_monetary", "decision_monetary_other", "decision_provision", "decision_visibility", "decision_visibility_other", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "puid_template", "queue_id", "restricting_verdict", "restriction_duration", "restricts", "source_identity", "source_type", "territorial_scope") VALUES (NEW."account_type", NEW."content_date_key", NEW."content_language", NEW."content_type", NEW."content_type_other", NEW."decision_account", NEW."decision_monetary", NEW."decision_monetary_other", NEW."decision_provision", NEW."decision_visibility", NEW."decision_visibility_other", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'changed', NEW."id", NEW."puid_template", NEW."queue_id", NEW."restricting_verdict", NEW."restriction_duration", NEW."restricts", NEW."source_identity", NEW."source_type", NEW."territorial_scope"); RETURN NULL;
+                    INSERT INTO "queue_app_statementpolicyevent" ("account_type", "appeal_window_months", "content_date_key", "content_language", "content_type", "content_type_other", "decision_account", "decision_monetary", "decision_monetary_other", "decision_provision", "decision_visibility", "decision_visibility_other", "out_of_court_settlement", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "puid_template", "queue_id", "restricting_verdict", "restriction_duration", "restricts", "source_identity", "source_type", "territorial_scope") VALUES (NEW."account_type", NEW."appeal_window_months", NEW."content_date_key", NEW."content_language", NEW."content_type", NEW."content_type_other", NEW."decision_account", NEW."decision_monetary", NEW."decision_monetary_other", NEW."decision_provision", NEW."decision_visibility", NEW."decision_visibility_other", NEW."out_of_court_settlement", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'changed', NEW."id", NEW."puid_template", NEW."queue_id", NEW."restricting_verdict", NEW."restriction_duration", NEW."restricts", NEW."source_identity", NEW."source_type", NEW."territorial_scope"); RETURN NULL;
                 END;
             $function$;
 
@@ -3145,7 +3169,7 @@ AS $function$
                             RETURN NEW;
                         END IF;
                     END IF;
-                    INSERT INTO "queue_app_statementpolicyevent" ("account_type", "content_date_key", "content_language", "content_type", "content_type_other", "decision_account", "decision_monetary", "decision_monetary_other", "decision_provision", "decision_visibility", "decision_visibility_other", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "puid_template", "queue_id", "restricting_verdict", "restriction_duration", "restricts", "source_identity", "source_type", "territorial_scope") VALUES (NEW."account_type", NEW."content_date_key", NEW."content_language", NEW."content_type", NEW."content_type_other", NEW."decision_account", NEW."decision_monetary", NEW."decision_monetary_other", NEW."decision_provision", NEW."decision_visibility", NEW."decision_visibility_other", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'created', NEW."id", NEW."puid_template", NEW."queue_id", NEW."restricting_verdict", NEW."restriction_duration", NEW."restricts", NEW."source_identity", NEW."source_type", NEW."territorial_scope"); RETURN NULL;
+                    INSERT INTO "queue_app_statementpolicyevent" ("account_type", "appeal_window_months", "content_date_key", "content_language", "content_type", "content_type_other", "decision_account", "decision_monetary", "decision_monetary_other", "decision_provision", "decision_visibility", "decision_visibility_other", "out_of_court_settlement", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "puid_template", "queue_id", "restricting_verdict", "restriction_duration", "restricts", "source_identity", "source_type", "territorial_scope") VALUES (NEW."account_type", NEW."appeal_window_months", NEW."content_date_key", NEW."content_language", NEW."content_type", NEW."content_type_other", NEW."decision_account", NEW."decision_monetary", NEW."decision_monetary_other", NEW."decision_provision", NEW."decision_visibility", NEW."decision_visibility_other", NEW."out_of_court_settlement", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'created', NEW."id", NEW."puid_template", NEW."queue_id", NEW."restricting_verdict", NEW."restriction_duration", NEW."restricts", NEW."source_identity", NEW."source_type", NEW."territorial_scope"); RETURN NULL;
                 END;
             $function$;
 
@@ -3163,11 +3187,15 @@ AS $function$
                             RETURN NEW;
                         END IF;
                     END IF;
-                    INSERT INTO "queue_app_statementpolicyevent" ("account_type", "content_date_key", "content_language", "content_type", "content_type_other", "decision_account", "decision_monetary", "decision_monetary_other", "decision_provision", "decision_visibility", "decision_visibility_other", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "puid_template", "queue_id", "restricting_verdict", "restriction_duration", "restricts", "source_identity", "source_type", "territorial_scope") VALUES (OLD."account_type", OLD."content_date_key", OLD."content_language", OLD."content_type", OLD."content_type_other", OLD."decision_account", OLD."decision_monetary", OLD."decision_monetary_other", OLD."decision_provision", OLD."decision_visibility", OLD."decision_visibility_other", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'deleted', OLD."id", OLD."puid_template", OLD."queue_id", OLD."restricting_verdict", OLD."restriction_duration", OLD."restricts", OLD."source_identity", OLD."source_type", OLD."territorial_scope"); RETURN NULL;
+                    INSERT INTO "queue_app_statementpolicyevent" ("account_type", "appeal_window_months", "content_date_key", "content_language", "content_type", "content_type_other", "decision_account", "decision_monetary", "decision_monetary_other", "decision_provision", "decision_visibility", "decision_visibility_other", "out_of_court_settlement", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "puid_template", "queue_id", "restricting_verdict", "restriction_duration", "restricts", "source_identity", "source_type", "territorial_scope") VALUES (OLD."account_type", OLD."appeal_window_months", OLD."content_date_key", OLD."content_language", OLD."content_type", OLD."content_type_other", OLD."decision_account", OLD."decision_monetary", OLD."decision_monetary_other", OLD."decision_provision", OLD."decision_visibility", OLD."decision_visibility_other", OLD."out_of_court_settlement", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'deleted', OLD."id", OLD."puid_template", OLD."queue_id", OLD."restricting_verdict", OLD."restriction_duration", OLD."restricts", OLD."source_identity", OLD."source_type", OLD."territorial_scope"); RETURN NULL;
                 END;
             $function$;
 
 -- === queue_app_statementpolicyevent =================================================================
+-- constraint queue_app_statementpolicyevent_appeal_window_months_check
+ALTER TABLE queue_app_statementpolicyevent ADD CONSTRAINT queue_app_statementpolicyevent_appeal_window_months_check
+    CHECK ((appeal_window_months >= 0));
+
 -- trigger pgtrigger_append_only_b959e
 CREATE TRIGGER pgtrigger_append_only_b959e BEFORE DELETE OR UPDATE ON public.queue_app_statementpolicyevent FOR EACH ROW EXECUTE FUNCTION pgtrigger_append_only_b959e();
 

@@ -56,7 +56,9 @@ from queue_app.models.review import (
 
 # Statements of reasons: a queue's policy, its reasons' mappings, the statements built.
 from queue_app.models.statements import (
+    DeliveryChannel,
     ReasonMapping,
+    StatementDelivery,
     StatementEntry,
     StatementKind,
     StatementOfReasons,
@@ -90,6 +92,7 @@ __all__ = [
     "Decision",
     "DecisionStatus",
     "DecisionStory",
+    "DeliveryChannel",
     "EffectJob",
     "EvidenceRule",
     "HoldReason",
@@ -110,6 +113,7 @@ __all__ = [
     "ReviewSession",
     "RuleTest",
     "SignOnLink",
+    "StatementDelivery",
     "StatementEntry",
     "StatementKind",
     "StatementOfReasons",

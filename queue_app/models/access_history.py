@@ -267,6 +267,8 @@ STATEMENT_POLICY_FIELDS = [
     "source_identity",
     "puid_template",
     "content_date_key",
+    "appeal_window_months",
+    "out_of_court_settlement",
 ]
 StatementPolicyEvent = _event_model(
     StatementPolicy,

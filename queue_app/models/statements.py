@@ -19,6 +19,7 @@ import json
 from typing import Any
 
 from django.contrib.postgres.fields import ArrayField
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 
@@ -81,6 +82,22 @@ class StatementPolicy(models.Model):
         help_text=(
             "The payload key holding when the content was posted (YYYY-MM-DD...); empty: the "
             "day the item arrived."
+        ),
+    )
+    appeal_window_months = models.PositiveSmallIntegerField(
+        default=6,
+        validators=[MinValueValidator(6)],
+        help_text=(
+            "How long after a statement the affected person may appeal it (at least six months "
+            "under the DSA's Article 20)."
+        ),
+    )
+    out_of_court_settlement = models.TextField(
+        max_length=2000,
+        blank=True,
+        help_text=(
+            "Where the affected person can take the dispute out of court (a certified body under "
+            "the DSA's Article 21); empty: the notice says they may choose any certified body."
         ),
     )
     created_at = models.DateTimeField(auto_now_add=True)
@@ -220,3 +237,59 @@ class UnsealedStatement(models.Model):
 
     def __str__(self) -> str:
         return f"Statement #{self.statement_id} (unsealed)"
+
+
+class DeliveryChannel(models.TextChoices):
+    # The notice to the affected person, POSTed to the queue's upstream platform webhook.
+    NOTICE = "notice", "Notice to the affected person"
+    # The statement, without personal data, to the Commission's Transparency Database.
+    TRANSPARENCY_DATABASE = "tdb", "Transparency Database"
+
+
+class StatementDelivery(models.Model):
+    """Outbox row: one statement to deliver on one channel, written with the statement.
+
+    Drained by the apply worker (queue_app/delivery.py): claimed FOR UPDATE SKIP LOCKED, sent,
+    and marked done in the claiming transaction, so a worker that dies after sending sends
+    again with the same idempotency key (the statement's PUID).
+    """
+
+    statement = models.ForeignKey(
+        StatementOfReasons, on_delete=models.PROTECT, related_name="deliveries"
+    )
+    channel = models.CharField(max_length=8, choices=DeliveryChannel.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField()
+    last_error = models.TextField(blank=True)
+    dead = models.BooleanField(default=False)
+    done_at = models.DateTimeField(null=True, blank=True)
+    # What the receiver answered on success: the database's uuid and permalink, or the status.
+    receipt = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        verbose_name = "statement delivery"
+        verbose_name_plural = "statement deliveries"
+        constraints = [
+            models.UniqueConstraint(fields=["statement", "channel"], name="delivery_once"),
+            models.CheckConstraint(
+                condition=Q(channel__in=[c.value for c in DeliveryChannel]),
+                name="delivery_channel_valid",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["channel", "next_attempt_at"],
+                name="delivery_due",
+                condition=Q(done_at__isnull=True, dead=False),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_channel_display()} of statement #{self.statement_id}"
+
+    @property
+    def status(self) -> str:
+        if self.done_at:
+            return "done"
+        return "dead" if self.dead else "waiting"

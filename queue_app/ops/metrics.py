@@ -23,6 +23,7 @@ from queue_app.selectors.health import sealing_backlog
 from queue_app.selectors.lane_figures import LaneFigures, read_lane_figures
 from queue_app.selectors.oversight import OversightFigures, read_oversight
 from queue_app.selectors.queue_figures import OpsSnapshot, read_snapshot
+from queue_app.selectors.statement_figures import StatementFigures, read_statement_figures
 
 PREFIX = "reviewconsole"
 
@@ -146,7 +147,36 @@ def exposition(*, accept: str = "", snapshot: OpsSnapshot | None = None) -> tupl
     # it: the lists are short, and a lagging replica would show entries sealed since as waiting
     # (its age grows with the lag), an alarm about the sealer that is really about the replica.
     registry.register(SealingCollector(sealing_backlog()))
+    register_statement_figures(registry)
     return encoder(registry), content_type
+
+
+def register_statement_figures(registry: CollectorRegistry) -> None:
+    """Statements of reasons per queue: built, sent, and failing by why."""
+    registry.register(StatementCollector(read_statement_figures()))
+
+
+class StatementCollector(Collector):
+    """Statements built, sent, and failing (refused by the contract, dead, waiting)."""
+
+    def __init__(self, figures: list[StatementFigures]) -> None:
+        self.figures = figures
+
+    def collect(self) -> Iterator[Metric]:
+        q = ["queue"]
+        built = _gauge("statements_built", "Statements of reasons built.", q)
+        sent = _gauge("statements_sent", "Statements every delivery of which is done.", q)
+        failing = _gauge(
+            "statements_failing",
+            "Statements not sent, by why: refused (by the contract), dead, waiting.",
+            ["queue", "why"],
+        )
+        for f in self.figures:
+            built.add_metric([f.queue], f.built)
+            sent.add_metric([f.queue], f.sent)
+            for why, count in (("refused", f.refused), ("dead", f.dead), ("waiting", f.waiting)):
+                failing.add_metric([f.queue, why], count)
+        yield from (built, sent, failing)
 
 
 class SealingCollector(Collector):

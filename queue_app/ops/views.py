@@ -34,6 +34,7 @@ from queue_app.selectors.queue_figures import (
     read_snapshot,
 )
 from queue_app.selectors.replication import replication_status
+from queue_app.selectors.statement_figures import read_statement_figures
 from queue_app.services import retry_effect_jobs
 from reviewconsole.routers import replica_reads
 
@@ -137,6 +138,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         **lane_context(),
         **automation_context(request),
         **oversight_context(),  # machine suggestions (templates/ops/_oversight.html)
+        "statement_figures": read_statement_figures(),
     }
     return render(request, "ops/dashboard.html", context)
 

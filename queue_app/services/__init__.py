@@ -56,7 +56,7 @@ from queue_app.services.leases import (
     release_lease,
     renew_lease,
 )
-from queue_app.services.outbox import retry_effect_jobs
+from queue_app.services.outbox import retry_effect_jobs, retry_statement_deliveries
 from queue_app.services.subjects import SUBJECT_HISTORY_LIMIT, subject_history
 
 __all__ = [
@@ -110,6 +110,7 @@ __all__ = [
     "replaced_by",
     "resume_hold",
     "retry_effect_jobs",
+    "retry_statement_deliveries",
     "return_check",
     "signed_in_id",
     "standing_decision",

@@ -1,4 +1,4 @@
-"""The outbox as operators touch it: putting a dead effect job back in line."""
+"""The outbox as operators touch it: putting dead effect jobs and statement deliveries back."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from django.db import transaction
 from django.db.models.functions import Now
 
 from queue_app.db.runner import wake_apply_workers_after_commit
-from queue_app.models import EffectJob
+from queue_app.models import EffectJob, StatementDelivery
 from queue_app.services._common import User, log_extra, logger
 from queue_app.services.access import hold_permission
 
@@ -38,5 +38,31 @@ def retry_effect_jobs(*, decision_ids: Iterable[int], operator: User) -> int:
                 )
         if revived:
             # Wake idle workers now rather than at their next poll.
+            wake_apply_workers_after_commit()
+    return revived
+
+
+def retry_statement_deliveries(*, delivery_ids: Iterable[int], operator: User) -> int:
+    """Put dead statement deliveries back in line; return how many were dead.
+
+    The statement is sent as it was built (statements are append-only): a retry helps when the
+    receiver or its configuration was at fault, or the contract's reading changed; a statement
+    whose own fields are wrong is corrected by an overturn, whose statement has a PUID of its own.
+    """
+    with transaction.atomic():
+        hold_permission(
+            user=operator,
+            perm="queue_app.change_statementdelivery",
+            refusal="Retrying a statement delivery needs permission to change statement "
+            "deliveries. Nothing was retried.",
+        )
+        revived = StatementDelivery.objects.filter(
+            pk__in=list(delivery_ids), dead=True, done_at__isnull=True
+        ).update(dead=False, attempts=0, next_attempt_at=Now())
+        if revived:
+            logger.info(
+                "statement deliveries retried by operator",
+                extra=log_extra(count=revived, reviewer=operator.pk),
+            )
             wake_apply_workers_after_commit()
     return revived

@@ -21,9 +21,11 @@ from queue_app.jsonutil import exact_dumps
 from queue_app.models import (
     ApiClient,
     Decision,
+    DeliveryChannel,
     LaneOutcome,
     Queue,
     ReasonMapping,
+    StatementDelivery,
     StatementKind,
     StatementOfReasons,
     StatementPolicy,
@@ -151,12 +153,32 @@ def record_statement(*, decision: Decision) -> StatementOfReasons | None:
         sha256=statement_sha256(body),
         errors=errors,
     )
+    _queue_deliveries(row)
     if errors:
         logger.warning(
             "statement of reasons refused by the contract; an operator must fix its mapping",
             extra=log_extra(decision_id=decision.pk, statement_id=row.pk, fields=sorted(errors)),
         )
     return row
+
+
+def _queue_deliveries(row: StatementOfReasons) -> None:
+    """Write the statement's outbox jobs with it: the notice to the affected person, and the
+    Transparency Database submission for a restriction. A statement the contract refused gets
+    neither (a notice without its ground would not be a statement of reasons): it shows as
+    failing until its mapping is fixed, and the next decision gets a good one."""
+    if row.errors:
+        return
+    now = timezone.now()
+    channels = [DeliveryChannel.NOTICE]
+    if row.kind == StatementKind.RESTRICTION:
+        channels.append(DeliveryChannel.TRANSPARENCY_DATABASE)
+    StatementDelivery.objects.bulk_create(
+        [
+            StatementDelivery(statement=row, channel=channel, next_attempt_at=now)
+            for channel in channels
+        ]
+    )
 
 
 def _restriction(

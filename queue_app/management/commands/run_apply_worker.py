@@ -25,7 +25,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.db.backends.signals import connection_created
 
-from queue_app import chain, chain_checkpoints, effects, services
+from queue_app import chain, chain_checkpoints, delivery, effects, services
 from queue_app.apply import BATCH_SIZE_RANGE, RetryPolicy, apply_batch
 from queue_app.errors import EffectError, InvalidBounds
 from reviewconsole import gc_tuning
@@ -262,9 +262,15 @@ class ApplyWorker:
         logger.info("apply worker stopped")
 
     def _step(self) -> int:
-        return apply_batch(
+        applied = apply_batch(
             batch_size=self.batch_size, policy=self.policy, should_stop=lambda: self.shutdown
         )
+        if self.shutdown:
+            return applied
+        # Statements built by the batch go out next: their notices, then the database's batch.
+        notices = delivery.deliver_notices(batch_size=self.batch_size, policy=self.policy)
+        submitted = 0 if self.shutdown else delivery.submit_statements(policy=self.policy)
+        return applied + notices + submitted
 
     def _sweep_if_due(self) -> None:
         if not self.escalate_every or time.monotonic() < self.next_sweep:
