@@ -9,7 +9,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from queue_app.errors import AlreadyDecided, IdempotencyConflict, ItemNotFound
+from queue_app.errors import AlreadyDecided, IdempotencyConflict, InvalidSuggestion, ItemNotFound
 from queue_app.evidence import arrival_evidence_hash, item_evidence_hash
 from queue_app.models import ApiClient, ItemEvent, ItemEventKind, ItemState, Queue, ReviewItem
 from queue_app.services._common import (
@@ -23,6 +23,7 @@ from queue_app.services._common import (
 from queue_app.services.access import require_may_send_evidence
 from queue_app.services.deadlines import initial_due_at
 from queue_app.services.holds import resume_hold
+from queue_app.services.suggestions import clean_suggestion
 
 
 def create_item(
@@ -38,6 +39,7 @@ def create_item(
     due_at: datetime | None = None,
     sla_seconds: int | None = None,
     subject_key: str | None = None,
+    suggestion: Any = None,
 ) -> tuple[ReviewItem, bool]:
     """Create an item once per (queue, client, idempotency key); return (item, created).
 
@@ -47,6 +49,8 @@ def create_item(
     hash is an IdempotencyConflict, which names the item only if the caller can still see it.
     The deadline is due_at, else receipt + sla_seconds, else the queue's default SLA
     (services.deadlines.initial_due_at; InvalidDeadline for bad input, before anything is written).
+    suggestion: the machine's suggested decision (services.suggestions.clean_suggestion;
+    InvalidSuggestion naming the field, before anything is written), evidence like the payload.
     """
     deadline = initial_due_at(
         queue=queue, received_at=timezone.now(), due_at=due_at, sla_seconds=sla_seconds
@@ -54,6 +58,14 @@ def create_item(
     with transaction.atomic():
         if client is not None:
             require_may_send_evidence(user_id=client.user_id, queue_id=queue.pk)
+        try:
+            suggestion = clean_suggestion(queue=queue, suggestion=suggestion)
+        except InvalidSuggestion:
+            # A replay answers as before, even once the suggestion's reason has been retired.
+            replay = _existing(queue=queue, client=client, idempotency_key=idempotency_key)
+            if replay is None:
+                raise
+            return _replayed(replay, client=client, source_hash=source_hash), False
         try:
             # A savepoint: a concurrent insert of the same key loses the unique race here and
             # falls through to read the winner's row, inside the caller's transaction.
@@ -70,18 +82,13 @@ def create_item(
                     trace_id=trace_id or uuid.uuid4(),
                     due_at=deadline,
                     subject_key=subject_key or None,
-                    evidence_hash=arrival_evidence_hash(subject=subject, payload=payload),
+                    suggestion=suggestion,
+                    evidence_hash=arrival_evidence_hash(
+                        subject=subject, payload=payload, suggestion=suggestion
+                    ),
                 )
         except IntegrityError:
-            existing = (
-                ReviewItem.objects.select_related("queue")
-                .filter(
-                    idempotency_key=idempotency_key,
-                    intake_queue=queue,
-                    created_by_client=client,
-                )
-                .first()
-            )
+            existing = _existing(queue=queue, client=client, idempotency_key=idempotency_key)
             if existing is None:
                 raise
             return _replayed(existing, client=client, source_hash=source_hash), False
@@ -93,6 +100,15 @@ def create_item(
             detail={"priority": priority, "due_at": deadline.isoformat() if deadline else None},
         )
     return item, True
+
+
+def _existing(*, queue: Queue, client: ApiClient | None, idempotency_key: str) -> ReviewItem | None:
+    """The item this client's key already names in this queue, if any."""
+    return (
+        ReviewItem.objects.select_related("queue")
+        .filter(idempotency_key=idempotency_key, intake_queue=queue, created_by_client=client)
+        .first()
+    )
 
 
 def store_evidence_hash(*, item_id: int, known: str | None = None) -> str:
