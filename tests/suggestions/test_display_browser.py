@@ -9,6 +9,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from queue_app.models import Decision, ItemEvent, Queue
+from tests.accessibility import assert_accessible
 from tests.console.conftest import browser_login
 from tests.suggestions.conftest import suggested_item
 
@@ -61,6 +62,7 @@ def test_shown_the_suggestion_is_with_the_evidence_and_chooses_nothing(
     expect(panel).to_contain_text("ip_country_mismatch")
     expect(page.locator("#suggestion-reveal")).to_have_count(0)
     _nothing_chosen(page)
+    assert_accessible(page, "an item page showing a suggestion")
     decision = _submit(page, "approve", "verified", live_server)
     assert decision.suggestion_view == "shown"
     assert decision.suggestion_shown_at is not None
@@ -73,6 +75,7 @@ def test_on_request_revealed_with_the_key_before_choosing(browser, live_server, 
     page = _open_next(browser, live_server)
     expect(page.locator("#suggestion-panel")).to_be_hidden()
     expect(page.get_by_role("button", name="Show suggestion")).to_be_visible()
+    assert_accessible(page, "an item page offering its suggestion on request")
     assert "fraud-score" not in page.locator("#suggestion").inner_text()
     # The key is in the shortcut help.
     page.keyboard.press("?")
