@@ -82,6 +82,8 @@ def pgbench_script(*, queue_id: int, reason_code: str, first_user: int, users: i
         # The bench queue has no evidence rules, so nothing warns: as the services bind it.
         "warnings_seen": "true",
         "time_zone": "'UTC'",
+        "suggestion_view": "NULL",
+        "suggestion_shown_at": "NULL",
     }
     # The round trips mirror the services'. claim_next sends BEGIN, the guard, the renew, the
     # claim and COMMIT together (runner.run_together); submit_decision sends BEGIN, the
@@ -162,6 +164,8 @@ def floor_worker(args: tuple[int, int, float, str], ready) -> tuple[int, float]:
         "qa_draw": int(QA_DRAW),
         "warnings_seen": True,
         "time_zone": "UTC",
+        "suggestion_view": None,
+        "suggestion_shown_at": None,
     }
 
     def together(

@@ -112,6 +112,8 @@ DECLARE gate record; closed record; decided record;
   p_corrected_verdict text := NULL;
   p_needs_check boolean := false;
   p_qa_sampled boolean := false;
+  p_suggestion_view text := NULL;
+  p_suggestion_shown_at timestamptz := NULL;
 BEGIN
   {_into(access_sql.SET_LOCAL_TIMEOUTS_AND_CHECK_ITEM_ACCESS, "gate")}
   IF NOT gate.allowed THEN

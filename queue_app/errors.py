@@ -127,3 +127,20 @@ class InvalidHoldTime(ReviewError):
 
 class InvalidDeadline(ReviewError):
     message = "The deadline is not valid: give due_at or sla_seconds, not both, in the future."
+
+
+class InvalidSuggestion(ReviewError):
+    """A machine suggestion the queue cannot take; field names the part that is wrong."""
+
+    message = "The suggestion is not valid for this queue."
+
+    def __init__(self, message: str | None = None, *, field: str = "suggestion") -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class SuggestionSeenInvalid(ReviewError):
+    message = (
+        "This page's record of the machine suggestion is not one this server gave it, or is for "
+        "another item or lease. Nothing was recorded; open the item again."
+    )

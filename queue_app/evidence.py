@@ -87,7 +87,11 @@ def attachments_of(value: Any) -> dict[str, Any]:
 
 
 def arrival_evidence_hash(
-    *, subject: str, payload: Any, attachments: dict[str, Any] | None = None
+    *,
+    subject: str,
+    payload: Any,
+    attachments: dict[str, Any] | None = None,
+    suggestion: dict[str, Any] | None = None,
 ) -> str | None:
     """The evidence hash of a new item, or None where it can't be known yet.
 
@@ -97,9 +101,11 @@ def arrival_evidence_hash(
     back (services.intake.store_evidence_hash).
     ReviewItem.evidence_hash says why it is kept.
     """
-    if not _stored_as_written(payload):
+    if not (_stored_as_written(payload) and _stored_as_written(suggestion)):
         return None
-    return evidence_hash(subject=subject, payload=payload, attachments=attachments)
+    return evidence_hash(
+        subject=subject, payload=payload, attachments=attachments, suggestion=suggestion
+    )
 
 
 # Well inside the 4,300 digits Python reads as an int by default (3,000 bits: 904 digits).

@@ -63,7 +63,12 @@ FIELDS: dict[str, str] = {
 # The decision's link in the log, read from where it lives (see chain_columns); last, so older
 # readers keep working.
 CHAIN_FIELDS = ("seal__batch_id", "seal__batch__batch_hash", "seal__position", "seal__leaf")
-COLUMNS = (*FIELDS, "chain_position", "chain_leaf", "chain_state")
+# What the maker saw of the item's machine suggestion (models.SuggestionView: shown,
+# revealed_before_choice, revealed_after_choice, not_shown, automatic), when it was first on
+# their page, and whether the verdict followed it; all empty where the item had none. Last of
+# all, so readers by position keep working.
+SUGGESTION_FIELDS = ("suggestion_view", "suggestion_shown_at", "suggestion_followed")
+COLUMNS = (*FIELDS, "chain_position", "chain_leaf", "chain_state", *SUGGESTION_FIELDS)
 _ATTACHMENTS = list(FIELDS).index("attachments")
 
 # chain_state: how the decision is anchored in the tamper-evident log (queue_app/chain.py).
@@ -123,12 +128,14 @@ def export_rows(decisions: QuerySet[Decision]) -> Iterator[dict[str, Any]]:
             ),
         )
         .order_by("id")
-        .values_list(*FIELDS.values(), *CHAIN_FIELDS)
+        .values_list(*FIELDS.values(), *CHAIN_FIELDS, *SUGGESTION_FIELDS)
     )
+    chained = len(FIELDS) + len(CHAIN_FIELDS)
     for row in rows.iterator(chunk_size=CHUNK_SIZE):
         values = dict(zip(FIELDS, map(_plain, row[: len(FIELDS)]), strict=True))
         values["attachments"] = attachment_digests(row[_ATTACHMENTS])
-        values.update(chain_columns(values, *row[len(FIELDS) :]))
+        values.update(chain_columns(values, *row[len(FIELDS) : chained]))
+        values.update(zip(SUGGESTION_FIELDS, map(_plain, row[chained:]), strict=True))
         yield values
 
 

@@ -73,6 +73,9 @@ class DecisionForm(LeaseForm):
     # Ticked when the page showed the evidence rules' warnings; the decide refuses an item
     # with warnings without it (services.submit_decision).
     warnings_seen = forms.BooleanField(required=False)
+    # What the page showed of the machine suggestion, signed by the server
+    # (services.suggestions.seen_token); empty: nothing was shown.
+    suggestion_seen = forms.CharField(required=False, max_length=4000, widget=forms.HiddenInput)
 
 
 class ReturnForm(LeaseForm):

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from django.urls import path
 
-from queue_app.console import attachment_views, deadline_views, lane_views, views
+from queue_app.console import (
+    attachment_views,
+    deadline_views,
+    lane_views,
+    suggestion_views,
+    views,
+)
 from queue_app.mywork.views import my_work_page
 
 urlpatterns = [
@@ -26,6 +32,11 @@ urlpatterns = [
         name="item-attachment-reveal",
     ),
     path("items/<int:item_id>/hold/", deadline_views.item_hold, name="item-hold"),
+    path(
+        "items/<int:item_id>/suggestion/",
+        suggestion_views.item_suggestion_reveal,
+        name="item-suggestion",
+    ),
     # Second-person lanes (queue_app/console/lane_views.py): checks, QA reviews, adjudications.
     path("queues/<slug:slug>/lanes/<str:kind>/next/", lane_views.lane_next, name="lane-next"),
     path("lanes/<int:task_id>/", lane_views.lane_task, name="lane-task"),

@@ -31,6 +31,7 @@ from queue_app.models import (
     DecisionStatus,
     Verdict,
 )
+from queue_app.suggestion_words import decision_seen_words
 from reviewconsole.routers import replica_alias
 
 
@@ -94,6 +95,7 @@ class DecisionAdmin(BlindQAAdmin, ReadOnlyAdmin):
         "corrected_verdict",
         "supersedes_id",
         "applied_at",
+        "suggestion_seen",
     )
     list_select_related = ("item", "queue", "reviewer", "reason_code", "applied")
     list_filter = ("verdict", "queue", AppliedFilter, "created_at")
@@ -114,6 +116,10 @@ class DecisionAdmin(BlindQAAdmin, ReadOnlyAdmin):
         "supersedes",
         "corrected_verdict",
         "superseded_by_link",
+        "suggestion_seen",
+        "suggestion_view",
+        "suggestion_shown_at",
+        "suggestion_followed",
         "evidence_hash",
         "lease_token",
         "created_at",
@@ -121,7 +127,15 @@ class DecisionAdmin(BlindQAAdmin, ReadOnlyAdmin):
         "chain_seq",
         "chain_hash",
     )
-    readonly_fields = ("superseded_by_link", "applied_at", "reviewer_username")
+    readonly_fields = (
+        "superseded_by_link",
+        "applied_at",
+        "reviewer_username",
+        "suggestion_seen",
+        "suggestion_view",
+        "suggestion_shown_at",
+        "suggestion_followed",
+    )
 
     @admin.display(description="reviewer", ordering="reviewer_username")
     def reviewer_as_decided(self, decision: Decision) -> str:
@@ -135,6 +149,11 @@ class DecisionAdmin(BlindQAAdmin, ReadOnlyAdmin):
             number = int(term.lstrip("#"))
             return queryset.filter(pk=number) | queryset.filter(item_id=number), False
         return super().get_search_results(request, queryset, search_term)
+
+    @admin.display(description="machine suggestion")
+    def suggestion_seen(self, decision: Decision) -> str:
+        """What the maker saw of the suggestion and whether they followed it ("—": none)."""
+        return decision_seen_words(decision) or "—"
 
     @admin.display(description="item", ordering="item_id")
     def item_link(self, decision: Decision) -> str:

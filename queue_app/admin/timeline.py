@@ -28,6 +28,7 @@ from queue_app.models import (
     ReviewItem,
     Verdict,
 )
+from queue_app.suggestion_words import decision_seen_words
 
 
 @dataclass
@@ -92,6 +93,9 @@ def _event_entry(event: ItemEvent, queues: Mapping[Any, str]) -> Entry:
             + (f" (replaced sha256 {replaced})" if replaced else "")
             + "."
         )
+    elif event.kind == ItemEventKind.SUGGESTION_REVEALED:
+        chosen = detail.get("chosen_verdict")
+        details.append(f"After choosing {chosen}." if chosen else "Before choosing a verdict.")
     elif event.kind == ItemEventKind.ATTACHMENT_REVEALED:
         details.append(f"{detail.get('name', '?')} (sha256 {detail.get('sha256', '?')}).")
     return Entry(at=event.at, kind="event", title=label, who=_name(event.actor), details=details)
@@ -115,6 +119,9 @@ def _decision_entries(decision: Decision) -> list[Entry]:
     details = [f"Reason: {reason}", f"Evidence hash: {decision.evidence_hash[:16]}…"]
     if decision.note:
         details.append(f"Note: {decision.note}")
+    seen = decision_seen_words(decision)
+    if seen:
+        details.append(f"Machine suggestion: {seen}.")
     entries = [
         Entry(
             at=decision.created_at,

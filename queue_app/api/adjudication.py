@@ -6,6 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.http import HttpRequest
+from django.utils import timezone
 from ninja import Router, Status
 from ninja.decorators import decorate_view
 
@@ -25,7 +26,7 @@ from queue_app.api.schemas import (
     ReleaseIn,
     ReleaseOut,
 )
-from queue_app.models import ApiScope, ItemState
+from queue_app.models import ApiScope, ItemState, SuggestionView
 
 router = Router(tags=["adjudication"])
 
@@ -91,6 +92,10 @@ def decide(request: HttpRequest, item_id: ItemId, body: DecisionIn) -> Status[di
             reason_code=body.reason_code,
             evidence_hash=body.evidence_hash,
             note=body.note,
+            # The lease and the item carry the suggestion to the client: shown, as of now (the
+            # database records nothing of it for an item without one).
+            suggestion_view=SuggestionView.SHOWN,
+            suggestion_shown_at=timezone.now(),
         )
     except errors.StaleLease:
         item = visible_item(client, item_id)

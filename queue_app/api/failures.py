@@ -79,6 +79,7 @@ _REVIEW_ERRORS: list[tuple[type[errors.ReviewError], int, str]] = [
     (errors.InvalidVerdict, 422, "invalid_verdict"),
     (errors.InvalidBounds, 422, "out_of_range"),
     (errors.InvalidDeadline, 422, "invalid_deadline"),
+    (errors.InvalidSuggestion, 422, "invalid_suggestion"),
     (errors.InvalidHoldReason, 422, "invalid_hold_reason"),
     (errors.InvalidHoldTime, 422, "invalid_hold_time"),
     (errors.NotPermitted, 403, "forbidden"),
@@ -103,9 +104,9 @@ _HTTP_CODES = {
 def _review_error(request: HttpRequest, exc: errors.ReviewError) -> HttpResponse:
     status, code = next((s, c) for cls, s, c in _REVIEW_ERRORS if isinstance(exc, cls))
     # The code stays stable; a refused fence says what happened in details (released, taken…).
-    details: dict[str, Any] | None = (
-        {"what": exc.what} if isinstance(exc, errors.StaleLease) else None
-    )
+    details: Any = {"what": exc.what} if isinstance(exc, errors.StaleLease) else None
+    if isinstance(exc, errors.InvalidSuggestion):
+        details = [{"field": exc.field, "type": code, "message": exc.message}]
     if isinstance(exc, errors.AttachmentTooLarge) and exc.limit_bytes:
         details = {"limit_bytes": exc.limit_bytes}
     return error_response(request, status, code, exc.message, details)

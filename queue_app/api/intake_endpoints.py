@@ -34,6 +34,8 @@ router = Router(tags=["intake"])
     openapi_extra=refusals(
         unknown_queue="there is no queue with the slug in `queue`.",
         invalid_deadline="both `due_at` and `sla_seconds` were given.",
+        invalid_suggestion="the suggestion's verdict or reason code is not one this queue's "
+        "reviewers can choose (`details` names the field); nothing was written.",
     ),
     summary="Push an item into a queue (idempotent per client, queue and key)",
 )
@@ -70,12 +72,13 @@ def create_item(request: HttpRequest, body: ItemIn) -> Status[dict[str, Any]]:
         due_at=body.due_at,
         sla_seconds=body.sla_seconds,
         subject_key=body.subject_key,
+        suggestion=body.suggestion.model_dump() if body.suggestion is not None else None,
     )
     if created:
         # jsonb normalises what it stores (-0.0 is 0.0, 1E+2 is 100, keys shortest first):
         # answer with the row as stored, byte for byte what a later GET returns, and the
         # evidence hash a reviewer's page will show.
-        item.refresh_from_db(fields=["payload"])
+        item.refresh_from_db(fields=["payload", "suggestion"])
         item.queue = queue
     return Status(201 if created else 200, item_out(item, client))
 

@@ -56,6 +56,9 @@ def decision_out(
         "supersedes": decision.supersedes_id,
         "corrected_verdict": decision.corrected_verdict,
         "created_at": decision.created_at,
+        "suggestion_view": decision.suggestion_view,
+        "suggestion_shown_at": decision.suggestion_shown_at,
+        "suggestion_followed": decision.suggestion_followed,
         "applied": applied,
         "applied_at": applied_at,
         "status": status,
@@ -98,6 +101,7 @@ def item_out(item: ReviewItem, client: ApiClient) -> dict[str, Any]:
         "standing_outcome": services.standing_outcome(item=item),
         "decisions": [decision_out(d) for d in decisions],
         "attachments": attachments_out(item),
+        "suggestion": item.suggestion,
         **handoff_out(item),
     }
 
@@ -154,6 +158,7 @@ def leased_out(item: ReviewItem) -> dict[str, Any]:
         "lease_expires": item.lease_expires,
         "lease_count": item.lease_count,
         "due_at": item.due_at,
+        "suggestion": item.suggestion,
     }
 
 

@@ -17,12 +17,22 @@ from typing import Annotated, Any, Literal, get_args
 
 from annotated_types import GroupedMetadata
 from ninja import Schema
-from pydantic import AfterValidator, AwareDatetime, Field, Strict, WithJsonSchema
+from pydantic import AfterValidator, AwareDatetime, ConfigDict, Field, Strict, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 from queue_app.datetimes import moment_problem
+from queue_app.errors import InvalidSuggestion
 from queue_app.jsonutil import MAX_NUMBER_DIGITS, number_from_text, number_in_bounds
 from queue_app.models import ItemState
+from queue_app.services.suggestions import (
+    CONFIDENCE_PLACES,
+    EXPLANATION_MAX,
+    FACTOR_MAX,
+    FACTOR_VALUE_MAX,
+    MODEL_NAME_MAX,
+    MODEL_VERSION_MAX,
+    canonical_confidence,
+)
 
 # The largest request body the API reads, in bytes (a 413 beyond it). Item payloads are
 # evidence for a person to read, not documents; 256 KiB is generous for that.
@@ -238,6 +248,112 @@ class ErrorOut(Schema):
 # -- intake -------------------------------------------------------------------------------------
 
 
+# -- machine suggestions ------------------------------------------------------------------------
+
+
+def _check_confidence(value: Any) -> str:
+    try:
+        return canonical_confidence(value)
+    except InvalidSuggestion as exc:
+        raise PydanticCustomError("invalid_confidence", exc.message.split(": ", 1)[-1]) from None
+
+
+Confidence = Annotated[
+    Any,
+    AfterValidator(_check_confidence),
+    WithJsonSchema(
+        {
+            "oneOf": [{"type": "number"}, {"type": "string"}],
+            "minimum": 0,
+            "maximum": 1,
+            "description": "A decimal from 0 to 1, as a JSON number or a decimal string, with "
+            f"at most {CONFIDENCE_PLACES} decimal places; stored and returned as a canonical "
+            'decimal string ("0.930" is "0.93").',
+        }
+    ),
+]
+
+
+def _check_factor_value(value: Any) -> Any:
+    if isinstance(value, str):
+        problem = _text_problem(value)
+        if problem:
+            raise PydanticCustomError("invalid_text", problem)
+        if len(value) > FACTOR_VALUE_MAX:
+            raise PydanticCustomError(
+                "length_out_of_range",
+                "must be at most {high} characters long",
+                {"high": FACTOR_VALUE_MAX},
+            )
+    elif isinstance(value, bool):
+        pass
+    elif isinstance(value, Decimal | int):
+        if not number_in_bounds(value):
+            raise _number_out_of_range()
+    else:
+        raise PydanticCustomError("invalid_type", "must be a string, a number or a boolean")
+    return value
+
+
+FactorValue = Annotated[
+    Any,
+    AfterValidator(_check_factor_value),
+    WithJsonSchema(
+        {
+            "oneOf": [
+                {"type": "string", "maxLength": FACTOR_VALUE_MAX},
+                {"type": "number"},
+                {"type": "boolean"},
+            ]
+        }
+    ),
+]
+
+
+class SuggestedModel(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    name: Annotated[str, text(1, MODEL_NAME_MAX)]
+    version: Annotated[str, text(1, MODEL_VERSION_MAX)]
+
+
+class ExplanationFactor(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    factor: Annotated[str, text(1, FACTOR_MAX)]
+    value: FactorValue
+
+
+class SuggestionIn(Schema):
+    """A model's or rules engine's suggested decision; reviewers see it as the queue says."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    verdict: Literal["approve", "reject", "escalate"] = Field(
+        description="One the queue's reviewers can pick: escalate only in a queue with an "
+        "escalation queue."
+    )
+    reason_code: ReasonCodeText = Field(
+        description="One of the queue's active reason codes for that verdict."
+    )
+    confidence: Confidence
+    model: SuggestedModel = Field(description="The model's name and version.")
+    explanation: list[ExplanationFactor] | None = Field(
+        None,
+        max_length=EXPLANATION_MAX,
+        description=f"The top factors behind it (at most {EXPLANATION_MAX}), in the order the "
+        "reviewer should read them.",
+    )
+
+
+class SuggestionOut(Schema):
+    verdict: Literal["approve", "reject", "escalate"]
+    reason_code: str
+    confidence: str = Field(description="A canonical decimal string from 0 to 1.")
+    model: SuggestedModel
+    explanation: list[ExplanationFactor] | None = None
+
+
 class ItemIn(Schema):
     queue: QueueSlug
     subject: Subject
@@ -259,6 +375,12 @@ class ItemIn(Schema):
         description="The customer, account or merchant the item concerns: reviewers see the "
         "subject's other items, and GET /items?subject_key= lists them.",
     )
+    suggestion: SuggestionIn | None = Field(
+        None,
+        description="A machine's suggested decision, fixed at intake and covered by the "
+        "evidence hash. Refused (422, naming the field) unless its verdict and reason code are "
+        "ones this queue's reviewers can choose.",
+    )
 
 
 class EvidenceIn(Schema):
@@ -278,6 +400,23 @@ class DecisionOut(Schema):
     supersedes: int | None
     corrected_verdict: str | None
     created_at: datetime
+    suggestion_view: (
+        Literal[
+            "shown", "revealed_before_choice", "revealed_after_choice", "not_shown", "automatic"
+        ]
+        | None
+    ) = Field(
+        description="What the decision's maker saw of the item's machine suggestion: shown "
+        "with the evidence, revealed on request before or after choosing a verdict, not shown, "
+        "or automatic (the decision is the machine's own). null: the item has none, or an "
+        "overturn."
+    )
+    suggestion_shown_at: datetime | None = Field(
+        description="When the suggestion was first on the maker's page (null: never)."
+    )
+    suggestion_followed: bool | None = Field(
+        description="Whether the verdict is the suggested one (null: no suggestion)."
+    )
     applied: Literal["applied", "pending", "dead", "awaiting_check", "returned"] = Field(
         description="Whether the decision's effect has been carried out. awaiting_check: the "
         "queue's policy needs a second person to confirm it first (no effect until then); "
@@ -402,6 +541,9 @@ class ItemOut(Schema):
     attachments: list[AttachmentOut] = Field(
         default=[], description="The item's files by name; evidence_hash covers their digests."
     )
+    suggestion: SuggestionOut | None = Field(
+        None, description="The machine's suggested decision sent at intake (null: none)."
+    )
 
 
 # -- leases -------------------------------------------------------------------------------------
@@ -423,6 +565,11 @@ class LeasedItem(Schema):
     lease_expires: datetime
     lease_count: int
     due_at: datetime | None = Field(description="The deadline (null: none).")
+    suggestion: SuggestionOut | None = Field(
+        None,
+        description="The machine's suggested decision (null: none). A decision on an item "
+        "with one records it as shown, now.",
+    )
 
 
 class LeaseOut(Schema):

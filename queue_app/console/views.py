@@ -27,6 +27,7 @@ from django.views.decorators.http import require_GET
 from queue_app.console.attachment_cards import attachment_cards
 from queue_app.console.deadline_context import home_deadline_counts, item_page_extras
 from queue_app.console.evidence_display import evidence_view
+from queue_app.console.suggestion_display import suggestion_context
 from queue_app.errors import (
     EvidenceChanged,
     InvalidBounds,
@@ -36,6 +37,7 @@ from queue_app.errors import (
     QueueEmpty,
     ReviewError,
     StaleLease,
+    SuggestionSeenInvalid,
     WarningsNotSeen,
 )
 from queue_app.evidence import item_evidence_hash
@@ -58,6 +60,7 @@ from queue_app.services import (
     submit_decision,
 )
 from queue_app.services.blindness import BLIND_NOTE, is_blind_to
+from queue_app.services.suggestions import NOT_SHOWN, Seen, read_seen_token, seen_on_page
 
 logger = logging.getLogger("queue_app")
 
@@ -274,9 +277,10 @@ def _render_item(
     form: DecisionForm | None = None,
     status: int = 200,
     read: PageResults | None = None,
+    seen: Seen | None = None,
 ) -> HttpResponse:
     try:
-        return _render_item_page(request, item, form, status, read)
+        return _render_item_page(request, item, form, status, read, seen)
     except OperationalError:
         raise  # busy or down, not this item's fault: console_view says "try again"
     except Exception:
@@ -322,6 +326,7 @@ def _render_item_page(
     form: DecisionForm | None,
     status: int,
     read: PageResults | None,
+    seen: Seen | None = None,
 ) -> HttpResponse:
     now = timezone.now()
     mine = item.state == ItemState.LEASED and item.lease_owner_id == request.user.pk
@@ -330,7 +335,9 @@ def _render_item_page(
     held_by_other = item.state == ItemState.LEASED and not mine and expires > now
     rows = item_page_rows(item, mine=mine, held_by_other=held_by_other, read=read)
     # Blind QA (services/blindness.py): asked only when there is a decision to hide.
-    blind = bool(rows.decisions) and is_blind_to(user=request.user, item_id=item.pk)
+    blind = (bool(rows.decisions) or item.suggestion is not None) and is_blind_to(
+        user=request.user, item_id=item.pk
+    )
     if blind:
         rows.decisions = []
     context: dict[str, Any] = {
@@ -351,6 +358,12 @@ def _render_item_page(
         "attachments": attachment_cards(request, item),
     }
     context.update(_handoff_context(request, item))
+    # The machine's suggestion, as the queue's policy shows it (never to a blind QA reviewer).
+    if mine and seen is None:
+        seen = _posted_seen(form, item) or seen_on_page(item=item, blind=blind)
+    context.update(
+        suggestion_context(item, rows.all_reasons, mine=mine, blind=blind, seen=seen or NOT_SHOWN)
+    )
     # Deadline, hold and the subject's other items (console/deadline_context.py).
     context.update(
         item_page_extras(request, item, mine=mine, now=now, hold_reasons=rows.hold_reasons)
@@ -384,6 +397,18 @@ def _render_item_page(
             ttl_seconds=int(item.queue.lease_ttl / timedelta(seconds=1)),
         )
     return render(request, "console/item.html", context, status=status)
+
+
+def _posted_seen(form: DecisionForm | None, item: ReviewItem) -> Seen | None:
+    """What the page that came back with an error had shown, if it says so validly."""
+    if form is None or not form.data.get("suggestion_seen"):
+        return None
+    try:
+        return read_seen_token(
+            token=form.data["suggestion_seen"], item_id=item.pk, lease_token=item.lease_token or ""
+        )
+    except ReviewError:
+        return None
 
 
 def _handoff_context(request: HttpRequest, item: ReviewItem) -> dict[str, Any]:
@@ -429,6 +454,10 @@ def item_decide(request: HttpRequest, item_id: int) -> HttpResponse:
     data = form.cleaned_data
     try:
         try:
+            # What the page showed of the machine suggestion, as this server signed it.
+            seen = read_seen_token(
+                token=data["suggestion_seen"], item_id=item_id, lease_token=data["lease_token"]
+            )
             decision = submit_decision(
                 item_id=item_id,
                 reviewer=request.user,
@@ -439,6 +468,8 @@ def item_decide(request: HttpRequest, item_id: int) -> HttpResponse:
                 note=data["note"],
                 queue_id=_posted_id(request.POST.get("queue")),
                 warnings_seen=data["warnings_seen"],
+                suggestion_view=seen.view,
+                suggestion_shown_at=seen.shown_at,
             )
         except ReviewError:
             _queue_of_item(request, item_id)  # nothing was written: 404 or 403 first
@@ -447,7 +478,13 @@ def item_decide(request: HttpRequest, item_id: int) -> HttpResponse:
         # Show the item as it is now: someone else's, decided, or with the new evidence.
         messages.error(request, exc.message)
         return redirect("item", item_id=item_id)
-    except (InvalidReason, InvalidVerdict, InvalidBounds, WarningsNotSeen) as exc:
+    except (
+        InvalidReason,
+        InvalidVerdict,
+        InvalidBounds,
+        WarningsNotSeen,
+        SuggestionSeenInvalid,
+    ) as exc:
         # The transaction rolled back and the lease is still mine: keep what was typed.
         messages.error(request, exc.message)
         return _render_item(request, _item_for(request, item_id), form=form, status=400)

@@ -628,13 +628,15 @@ WITH awaiting AS (
 ), decision AS (
     INSERT INTO queue_app_decision
            (item_id, queue_id, reviewer_id, verdict, reason_code_id, evidence_hash, note,
-            supersedes_id, corrected_verdict, lease_token, created_at, chain_hash)
+            supersedes_id, corrected_verdict, lease_token, created_at, chain_hash,
+            suggestion_view, suggestion_shown_at)
     SELECT src.item_id, src.queue_id, %(reviewer_id)s, %(verdict)s::text,
            (SELECT r.id FROM queue_app_reasoncode AS r
              WHERE r.queue_id = %(queue_id)s AND r.verdict = %(verdict)s::text
                AND r.code = %(reason_code)s AND r.retired_at IS NULL),
            %(evidence_hash)s, %(note)s, %(supersedes_id)s, %(corrected_verdict)s,
-           %(lease_token)s, now(), ''
+           %(lease_token)s, now(), '',
+           %(suggestion_view)s::text, %(suggestion_shown_at)s::timestamptz
       FROM src
  RETURNING *
 ), job AS (
@@ -715,13 +717,15 @@ WITH src AS (
 ), decision AS (
     INSERT INTO queue_app_decision
            (item_id, queue_id, reviewer_id, verdict, reason_code_id, evidence_hash, note,
-            supersedes_id, corrected_verdict, lease_token, created_at, chain_hash)
+            supersedes_id, corrected_verdict, lease_token, created_at, chain_hash,
+            suggestion_view, suggestion_shown_at)
     SELECT src.item_id, src.queue_id, %(reviewer_id)s, %(verdict)s::text,
            (SELECT r.id FROM queue_app_reasoncode AS r
              WHERE r.queue_id = %(queue_id)s AND r.verdict = %(verdict)s::text
                AND r.code = %(reason_code)s AND r.retired_at IS NULL),
            %(evidence_hash)s, %(note)s, %(supersedes_id)s, %(corrected_verdict)s,
-           %(lease_token)s, now(), ''
+           %(lease_token)s, now(), '',
+           %(suggestion_view)s::text, %(suggestion_shown_at)s::timestamptz
       FROM src
  RETURNING *
 ), job AS (

@@ -251,6 +251,8 @@ class DecisionManager(models.Manager[_Decision]):
         corrected_verdict: str | None = None,
         needs_check: bool = False,
         qa_sampled: bool = False,
+        suggestion_view: str | None = None,
+        suggestion_shown_at: datetime | None = None,
         commit: bool = False,
     ) -> _Decision:
         """Insert a decision (commit: and end the transaction, see run_together).
@@ -275,6 +277,8 @@ class DecisionManager(models.Manager[_Decision]):
                         "corrected_verdict": corrected_verdict,
                         "needs_check": needs_check,
                         "qa_sampled": qa_sampled,
+                        "suggestion_view": suggestion_view,
+                        "suggestion_shown_at": suggestion_shown_at,
                     },
                 )
             ],
@@ -300,6 +304,8 @@ class DecisionManager(models.Manager[_Decision]):
         time_zone: str,
         lock_timeout_ms: int,
         statement_timeout_ms: int,
+        suggestion_view: str | None = None,
+        suggestion_shown_at: datetime | None = None,
     ) -> _Decision | None:
         """The whole decide in one round trip with its COMMIT
         (decisions_sql.CLOSE_AND_RECORD_DECISION); None when one of the statement's conditions
@@ -326,6 +332,8 @@ class DecisionManager(models.Manager[_Decision]):
             "qa_draw": None if qa_draw is None else Decimal(qa_draw),
             "warnings_seen": warnings_seen,
             "time_zone": time_zone,
+            "suggestion_view": suggestion_view,
+            "suggestion_shown_at": suggestion_shown_at,
             "lock_timeout": f"{lock_timeout_ms}ms",
             "statement_timeout": f"{statement_timeout_ms}ms",
         }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -73,6 +74,8 @@ def submit_decision(
     note: str = "",
     queue_id: int | None = None,
     warnings_seen: bool | None = None,
+    suggestion_view: str | None = None,
+    suggestion_shown_at: datetime | None = None,
 ) -> Decision:
     """Close a leased item with a verdict, fenced by the lease token and the evidence hash.
 
@@ -81,6 +84,9 @@ def submit_decision(
     warnings_seen: whether the reviewer confirmed reading the evidence rules' warnings, from
     a page that shows them (the console); False refuses an item whose rules warn
     (WarningsNotSeen). None: the caller shows no warnings (the API, the demo seed).
+    suggestion_view, suggestion_shown_at: what the reviewer saw of the item's machine
+    suggestion and when (services.suggestions.Seen); None: not shown. Ignored by the database
+    for an item without one.
     """
     token = parse_token(lease_token)
     if verdict not in REVIEW_VERDICTS:
@@ -113,6 +119,8 @@ def submit_decision(
                 else None,
                 warnings_seen=warnings_seen is not False,
                 time_zone=time_zone,
+                suggestion_view=suggestion_view,
+                suggestion_shown_at=suggestion_shown_at,
                 lock_timeout_ms=settings.REVIEW_LOCK_TIMEOUT_MS,
                 statement_timeout_ms=settings.REVIEW_STATEMENT_TIMEOUT_MS,
             )

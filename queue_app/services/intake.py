@@ -9,7 +9,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from queue_app.errors import AlreadyDecided, IdempotencyConflict, ItemNotFound
+from queue_app.errors import AlreadyDecided, IdempotencyConflict, InvalidSuggestion, ItemNotFound
 from queue_app.evidence import arrival_evidence_hash, item_evidence_hash
 from queue_app.models import ApiClient, ItemEvent, ItemEventKind, ItemState, Queue, ReviewItem
 from queue_app.services._common import (
@@ -24,6 +24,7 @@ from queue_app.services.access import require_may_send_evidence
 from queue_app.services.automation import decide_automatically
 from queue_app.services.deadlines import initial_due_at
 from queue_app.services.holds import resume_hold
+from queue_app.services.suggestions import clean_suggestion
 
 
 def create_item(
@@ -39,7 +40,7 @@ def create_item(
     due_at: datetime | None = None,
     sla_seconds: int | None = None,
     subject_key: str | None = None,
-    suggestion: dict[str, Any] | None = None,
+    suggestion: Any = None,
 ) -> tuple[ReviewItem, bool]:
     """Create an item once per (queue, client, idempotency key); return (item, created).
 
@@ -49,6 +50,8 @@ def create_item(
     hash is an IdempotencyConflict, which names the item only if the caller can still see it.
     The deadline is due_at, else receipt + sla_seconds, else the queue's default SLA
     (services.deadlines.initial_due_at; InvalidDeadline for bad input, before anything is written).
+    suggestion: the machine's suggested decision (services.suggestions.clean_suggestion;
+    InvalidSuggestion naming the field, before anything is written), evidence like the payload.
     An item with a suggestion may be decided by the machine in the same transaction
     (services.automation.decide_automatically); it is then returned decided or awaiting a check.
     """
@@ -58,6 +61,14 @@ def create_item(
     with transaction.atomic():
         if client is not None:
             require_may_send_evidence(user_id=client.user_id, queue_id=queue.pk)
+        try:
+            suggestion = clean_suggestion(queue=queue, suggestion=suggestion)
+        except InvalidSuggestion:
+            # A replay answers as before, even once the suggestion's reason has been retired.
+            replay = _existing(queue=queue, client=client, idempotency_key=idempotency_key)
+            if replay is None:
+                raise
+            return _replayed(replay, client=client, source_hash=source_hash), False
         try:
             # A savepoint: a concurrent insert of the same key loses the unique race here and
             # falls through to read the winner's row, inside the caller's transaction.
@@ -75,21 +86,12 @@ def create_item(
                     due_at=deadline,
                     subject_key=subject_key or None,
                     suggestion=suggestion,
-                    # With a suggestion, the hash of the row as stored (store_evidence_hash).
-                    evidence_hash=None
-                    if suggestion is not None
-                    else arrival_evidence_hash(subject=subject, payload=payload),
+                    evidence_hash=arrival_evidence_hash(
+                        subject=subject, payload=payload, suggestion=suggestion
+                    ),
                 )
         except IntegrityError:
-            existing = (
-                ReviewItem.objects.select_related("queue")
-                .filter(
-                    idempotency_key=idempotency_key,
-                    intake_queue=queue,
-                    created_by_client=client,
-                )
-                .first()
-            )
+            existing = _existing(queue=queue, client=client, idempotency_key=idempotency_key)
             if existing is None:
                 raise
             return _replayed(existing, client=client, source_hash=source_hash), False
@@ -102,6 +104,15 @@ def create_item(
         )
         decide_automatically(item=item, queue=queue)
     return item, True
+
+
+def _existing(*, queue: Queue, client: ApiClient | None, idempotency_key: str) -> ReviewItem | None:
+    """The item this client's key already names in this queue, if any."""
+    return (
+        ReviewItem.objects.select_related("queue")
+        .filter(idempotency_key=idempotency_key, intake_queue=queue, created_by_client=client)
+        .first()
+    )
 
 
 def store_evidence_hash(*, item_id: int, known: str | None = None) -> str:

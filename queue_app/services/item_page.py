@@ -49,6 +49,8 @@ class ItemPageRows:
     # verdict then label; and its hold reasons. Both empty unless the viewer holds the lease.
     reasons: list[ReasonCode] = field(default_factory=list)
     hold_reasons: list[HoldReason] = field(default_factory=list)
+    # Every reason code of the item's queues (retired too): names a suggestion's reason.
+    all_reasons: list[ReasonCode] = field(default_factory=list)
 
 
 @dataclass
@@ -123,7 +125,9 @@ def item_page_rows(
             decision.reviewer = reviewers[decision.reviewer_id]
         decision.story_label = DecisionStatus(decision.story_status).label
     rows = ItemPageRows(
-        decisions=decisions, evidence_rules=build_instances(EvidenceRule, read.evidence_rules)
+        decisions=decisions,
+        evidence_rules=build_instances(EvidenceRule, read.evidence_rules),
+        all_reasons=codes,
     )
     if mine:
         rows.reasons = [

@@ -12,6 +12,7 @@ from django.utils.timesince import timesince
 
 from queue_app.console.evidence_display import format_amount
 from queue_app.datetimes import time_tag
+from queue_app.suggestion_words import decision_seen_words
 
 register = template.Library()
 
@@ -57,3 +58,9 @@ def duration(value: Any) -> str:
     from queue_app.ops.views import human_duration
 
     return human_duration(value)
+
+
+@register.filter
+def suggestion_seen_words(decision: Any) -> str:
+    """Say what the decision's maker saw of the machine suggestion, and whether it followed."""
+    return decision_seen_words(decision)

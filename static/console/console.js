@@ -211,7 +211,81 @@
     if (!radio || radio.disabled) return;
     radio.checked = true;
     filterReasons(form);
+    revealAfterChoice(form);
     form.elements.reason_code.focus();
+  }
+
+  /* The machine suggestion on request (console/_suggestion.html): asked for with the button or
+   * its key, or shown once the reviewer has chosen a verdict. The server records the reveal
+   * under the lease and answers with what to show and a signed record of it, which the decision
+   * form carries back; nothing in the form is chosen from the suggestion. */
+  let pendingReveal = null;
+
+  function fillSuggestion(suggestion) {
+    const panel = document.getElementById("suggestion-panel");
+    if (!panel) return;
+    const verdict = document.getElementById("suggestion-verdict");
+    verdict.textContent = suggestion.verdict;
+    verdict.className = `verdict-${suggestion.verdict}`;
+    document.getElementById("suggestion-reason").textContent = suggestion.reason_label;
+    document.getElementById("suggestion-confidence").textContent = suggestion.confidence;
+    document.getElementById("suggestion-model").textContent =
+      `${suggestion.model.name} ${suggestion.model.version}`;
+    const table = document.getElementById("suggestion-explanation");
+    const rows = (suggestion.explanation || []).map((factor) => {
+      const row = document.createElement("tr");
+      for (const text of [factor.factor, String(factor.value)]) {
+        const cell = document.createElement("td");
+        cell.textContent = text;
+        row.append(cell);
+      }
+      return row;
+    });
+    table.tBodies[0].replaceChildren(...rows);
+    table.hidden = rows.length === 0;
+    panel.hidden = false;
+  }
+
+  function revealSuggestion(chosen) {
+    const asker = document.getElementById("suggestion-reveal-form");
+    const form = document.getElementById("decision-form");
+    if (!asker || pendingReveal || asker.dataset.refused === "true") return pendingReveal;
+    const body = new FormData(asker);
+    body.set("chosen_verdict", chosen || "");
+    pendingReveal = fetch(asker.action, {
+      method: "POST",
+      body,
+      credentials: "same-origin",
+      headers: { Accept: "application/json", "X-CSRFToken": csrfToken(asker) },
+    })
+      .then((response) => (response.ok ? response.json() : null))
+      .then((data) => {
+        if (!data || !data.ok) return;
+        fillSuggestion(data.suggestion);
+        asker.remove();
+        if (form) {
+          let seen = form.elements.suggestion_seen;
+          if (!seen) {
+            seen = document.createElement("input");
+            seen.type = "hidden";
+            seen.name = "suggestion_seen";
+            seen.id = "suggestion-seen";
+            form.append(seen);
+          }
+          seen.value = data.seen;
+        }
+        announce("The machine suggestion is shown with the evidence.");
+      })
+      .catch(() => {})
+      .finally(() => {
+        pendingReveal = null;
+      });
+    return pendingReveal;
+  }
+
+  function revealAfterChoice(form) {
+    const checked = form.querySelector("input[name=verdict]:checked");
+    if (checked) revealSuggestion(checked.value);
   }
 
   function isTyping(target) {
@@ -268,6 +342,10 @@
         event.preventDefault();
         next.requestSubmit();
       }
+    } else if (key === "m" && document.getElementById("suggestion-reveal-form")) {
+      event.preventDefault();
+      const checked = form && form.querySelector("input[name=verdict]:checked");
+      revealSuggestion(checked ? checked.value : "");
     } else if (key === "s") {
       const release = document.getElementById("release-form");
       if (release && release.dataset.refused !== "true") {
@@ -295,14 +373,23 @@
     const form = document.getElementById("decision-form");
     if (form) {
       for (const radio of form.querySelectorAll("input[name=verdict]")) {
-        radio.addEventListener("change", () => filterReasons(form));
+        radio.addEventListener("change", () => {
+          filterReasons(form);
+          revealAfterChoice(form);
+        });
       }
       filterReasons(form);
       const select = form.elements.reason_code;
       select.addEventListener("change", () => showMissingReason(form, false));
       // A click on Submit with no reason: the browser refuses (required); say it in the page.
       select.addEventListener("invalid", () => showMissingReason(form, true));
-      form.addEventListener("submit", () => {
+      form.addEventListener("submit", (event) => {
+        // A reveal on its way: submit once its record of what was seen is in the form.
+        if (pendingReveal) {
+          event.preventDefault();
+          pendingReveal.then(() => form.requestSubmit());
+          return;
+        }
         // One decision per click: a double-click would come back as a stale lease.
         setTimeout(() => {
           for (const el of form.querySelectorAll("[type=submit]")) el.disabled = true;
@@ -312,6 +399,14 @@
     // The item's decision form, or a lane task's release form, carries the lease heartbeat.
     const leased = document.querySelector("form[data-renew-url]");
     if (leased) startHeartbeat(leased);
+    const asker = document.getElementById("suggestion-reveal-form");
+    if (asker) {
+      asker.addEventListener("submit", (event) => {
+        event.preventDefault();
+        const checked = form && form.querySelector("input[name=verdict]:checked");
+        revealSuggestion(checked ? checked.value : "");
+      });
+    }
     placeFocus(form);
     document.addEventListener("keydown", onKey);
   }

@@ -22,7 +22,14 @@ from tests.test_database_rules import insert_unnamed_decision
 
 pytestmark = pytest.mark.django_db
 
-NULLABLE = {"supersedes", "corrected_verdict", "applied_at", "chain_hash", "chain_leaf"}
+NULLABLE = {
+    "supersedes",
+    "corrected_verdict",
+    "applied_at",
+    "chain_hash",
+    "chain_leaf",
+    "suggestion_view",
+}
 
 
 @pytest.fixture
@@ -81,6 +88,9 @@ def expected(decision: Decision) -> dict:
             f"{name}={entry['sha256']}" for name, entry in sorted(decision.item.attachments.items())
         ),
         "status": DecisionStory.objects.get(pk=decision.pk).status,
+        "suggestion_view": decision.suggestion_view,
+        "suggestion_shown_at": decision.suggestion_shown_at,
+        "suggestion_followed": decision.suggestion_followed,
     }
 
 
@@ -112,8 +122,10 @@ def _from_text(row: dict) -> dict:
         "chain_position",
     ):
         out[key] = int(out[key]) if out[key] not in (None, "") else None
-    for key in ("created_at", "applied_at"):
+    for key in ("created_at", "applied_at", "suggestion_shown_at"):
         out[key] = datetime.fromisoformat(out[key]) if out[key] else None
+    if isinstance(out["suggestion_followed"], str):
+        out["suggestion_followed"] = {"True": True, "False": False}.get(out["suggestion_followed"])
     for key in NULLABLE:
         out[key] = out[key] if out[key] != "" else None
     return out

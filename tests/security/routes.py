@@ -59,6 +59,7 @@ POST_ROUTES = {
     "api:release",
     "api:hold",
     "item-attachment-reveal",
+    "item-suggestion",
     "lane-next",
     "lane-confirm",
     "lane-return",
@@ -157,7 +158,7 @@ def _form_for(key: str, world: World) -> dict[str, str]:
         # As the page posts it: with the queue it showed the item in (console/views.item_decide).
         body = decision_body(world.held, queue=world.held.queue_id)
         return {k: str(v) for k, v in body.items()}
-    if key in ("item-release", "item-renew"):
+    if key in ("item-release", "item-renew", "item-suggestion"):
         return {"lease_token": str(world.held.lease_token)}
     if key == "item-hold":  # alice's lease, a kyc hold reason, back in an hour
         until = timezone.localtime(timezone.now() + timedelta(hours=1))

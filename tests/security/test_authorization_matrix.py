@@ -151,6 +151,10 @@ EXPECTED: list[tuple[str, dict[str, str]]] = [
     # My work shows each signed-in person their own decisions only: nothing to refuse.
     ("my-work", row(LOGIN, "200", "200", "200", "200")),
     ("item-attachment-reveal", row(LOGIN, "404", "302+write", "404", "302+write")),
+    # A suggestion's reveal follows the item page's rule and is fenced by alice's token; her
+    # held item has no suggestion to reveal, so she is sent back to it with nothing written
+    # (tests/suggestions/test_seen.py records a reveal).
+    ("item-suggestion", row(LOGIN, "404", "302", "404", "302")),
     # Putting alice's item on hold is fenced by her token like release.
     ("item-hold", row(LOGIN, "404", "302+write", "404", "302")),
     # -- second-person lanes (alice holds a check of bob's decision) ------------------------------

@@ -57,7 +57,10 @@ RETURNING i.id, i.queue_id, i.subject, i.payload, i.attachments,
 # statement. The chain hash and sequence are filled by the
 # insert trigger, and so is reviewer_username (the reviewer's username now, in this same
 # statement, whatever the writer sends), as is the four-eyes check of an
-# overturn. The apply workers' wake-up follows the COMMIT (WAKE_APPLY_WORKERS).
+# overturn. %(suggestion_view)s and %(suggestion_shown_at)s: what the maker saw of the item's
+# machine suggestion (services.suggestions); the decision_suggestion trigger clears both for an
+# item without one and fills suggestion_followed from the item row. The apply workers' wake-up
+# follows the COMMIT (WAKE_APPLY_WORKERS).
 # {source} is a CTE named src with one row, or none, of: item_id, queue_id, needs_check,
 # qa_sampled, due_at (the deadline a check carries, NULL otherwise). No row: nothing is written.
 # {returning}: more of src's columns to return.
@@ -65,13 +68,15 @@ _RECORD_DECISION = """
 WITH {source}, decision AS (
     INSERT INTO queue_app_decision
            (item_id, queue_id, reviewer_id, verdict, reason_code_id, evidence_hash, note,
-            supersedes_id, corrected_verdict, lease_token, created_at, chain_hash)
+            supersedes_id, corrected_verdict, lease_token, created_at, chain_hash,
+            suggestion_view, suggestion_shown_at)
     SELECT src.item_id, src.queue_id, %(reviewer_id)s, %(verdict)s::text,
            (SELECT r.id FROM queue_app_reasoncode AS r
              WHERE r.queue_id = %(queue_id)s AND r.verdict = %(verdict)s::text
                AND r.code = %(reason_code)s AND r.retired_at IS NULL),
            %(evidence_hash)s, %(note)s, %(supersedes_id)s, %(corrected_verdict)s,
-           %(lease_token)s, now(), ''
+           %(lease_token)s, now(), '',
+           %(suggestion_view)s::text, %(suggestion_shown_at)s::timestamptz
       FROM src
  RETURNING *
 ), job AS (
