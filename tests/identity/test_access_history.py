@@ -130,6 +130,7 @@ def test_permissions_of_users_and_groups_are_recorded(alice):
 def every_kind_of_change(queue, alice) -> None:
     """At least one record in every history table."""
     from queue_app.identity.mfa import new_recovery_codes, pending_totp
+    from tests.statements.conftest import give_policy, map_reason
 
     group = Group.objects.create(name="G")
     alice.groups.add(group)
@@ -146,6 +147,8 @@ def every_kind_of_change(queue, alice) -> None:
     HoldReason.objects.create(queue=queue, code="docs", label="Awaiting documents")
     CheckPolicy.objects.create(queue=queue, verdict="approve")
     link_account(user=alice, subject="alice-at-idp", issuer="https://idp.example")
+    give_policy(queue)
+    map_reason(queue, "fraud")
 
 
 @pytest.mark.parametrize("model", EVENT_MODELS, ids=lambda m: m.__name__)
