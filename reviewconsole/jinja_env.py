@@ -32,6 +32,7 @@ from django.utils.functional import SimpleLazyObject
 from django.utils.safestring import SafeString
 from jinja2 import ChainableUndefined, Environment
 
+from queue_app.services.access import may_see_operations
 from queue_app.templatetags import console
 
 # What a page prints for `url` and `static`, remembered per process. Both are the same for the
@@ -124,6 +125,7 @@ def environment(**options: Any) -> Environment:
         get_language=translation.get_language,
         get_language_bidi=translation.get_language_bidi,
         admin_theme_toggle=admin_theme_toggle,
+        may_see_operations=may_see_operations,
     )
     env.filters.update(
         # Django's, where Jinja2 has none or prints differently (filesizeformat, title,

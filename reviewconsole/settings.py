@@ -321,8 +321,7 @@ AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_USERNAME_CALLABLE = "queue_app.login.axes_username"
 
 # Content-Security-Policy (django-csp): nothing inline, nothing from elsewhere, on every page. The
-# API docs page needs no exception: django-ninja serves Swagger UI from its own static files and
-# passes its settings in a JSON data block, which a policy does not treat as script.
+# API docs page needs no exception: it is rendered on the server, with no script.
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": [SELF],

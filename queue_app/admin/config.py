@@ -6,6 +6,8 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
+from django.forms import BaseForm
+from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 from django.utils import timezone
 
@@ -30,7 +32,30 @@ from queue_app.services.automation import (
 )
 
 
-class EvidenceRuleInline(admin.TabularInline):
+class LabelledRowsFormSet(BaseInlineFormSet):
+    """A tabular inline whose every field is named for a screen reader.
+
+    The table's column headings are not labels of the inputs below them (axe: label,
+    select-name): each input says its column and its row.
+    """
+
+    def add_fields(self, form: BaseForm, index: int | None) -> None:
+        super().add_fields(form, index)
+        row = "new row" if index is None else f"row {index + 1}"
+        for name, field in form.fields.items():
+            if field.widget.is_hidden:
+                continue
+            column = "Delete" if name == "DELETE" else (field.label or name)
+            field.widget.attrs["aria-label"] = f"{column} ({row})"
+
+
+class LabelledTabularInline(admin.TabularInline):
+    """A tabular inline with LabelledRowsFormSet."""
+
+    formset = LabelledRowsFormSet
+
+
+class EvidenceRuleInline(LabelledTabularInline):
     """The queue's warnings on payload fields; each rule is checked when saved (model clean)."""
 
     model = EvidenceRule
@@ -39,7 +64,7 @@ class EvidenceRuleInline(admin.TabularInline):
     verbose_name = "evidence warning rule"
 
 
-class HoldReasonInline(admin.TabularInline):
+class HoldReasonInline(LabelledTabularInline):
     """Why an item may wait: the closed set a reviewer picks from when holding."""
 
     model = HoldReason
@@ -48,7 +73,7 @@ class HoldReasonInline(admin.TabularInline):
     verbose_name = "hold reason"
 
 
-class CheckPolicyInline(admin.TabularInline):
+class CheckPolicyInline(LabelledTabularInline):
     """Maker-checker: which verdicts need a second person's check before their effect runs.
 
     Empty path: always. A path and a threshold: when the payload's number there is at or

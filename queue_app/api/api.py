@@ -1,7 +1,7 @@
 """The JSON API under /api/v1/: intake for upstream systems, batch leases for adjudicators.
 
 django-ninja, because the pydantic schemas that validate each request are also what the OpenAPI
-document (/api/v1/openapi.json, browsable at /api/v1/docs) is generated from: the published
+document (/api/v1/openapi.json, readable at /api/v1/docs, docs.py) is generated from: the published
 contract cannot drift from the code. Endpoints (intake_endpoints.py, adjudication.py) only
 authenticate, check scope and queue, and call queue_app.services. Numbers are exact end to end
 (wire.py); every failure leaves in one JSON shape (failures.py).
@@ -14,6 +14,7 @@ from ninja.operation import Operation
 
 from queue_app.api import adjudication, attachment_endpoints, intake_endpoints
 from queue_app.api.auth import ApiTokenAuth
+from queue_app.api.docs import ReadableDocs
 from queue_app.api.failures import install_error_handlers
 from queue_app.api.schemas import MAX_BODY_BYTES
 from queue_app.api.wire import ExactParser, ExactRenderer
@@ -39,6 +40,7 @@ api = ReviewConsoleAPI(
     parser=ExactParser(),
     renderer=ExactRenderer(),
     urls_namespace="api",
+    docs=ReadableDocs(),
 )
 install_error_handlers(api)
 api.add_router("", intake_endpoints.router)

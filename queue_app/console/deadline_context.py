@@ -6,6 +6,7 @@ the hold form posts to deadline_views.item_hold.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 from typing import Any, cast
 
@@ -26,6 +27,25 @@ from queue_app.services.deadlines import span_words
 
 # What the hold form offers first: a day, or the queue's maximum if that is shorter.
 DEFAULT_HOLD = timedelta(days=1)
+# The one way the console writes a time (as the item page and the messages print it). The
+# browser's datetime-local picker showed the reader's locale (12/07/2026, 09:30 AM) instead, so
+# the form takes text in this format; what the picker posted ("2026-12-07T09:30") still parses,
+# for a page opened before the change.
+HOLD_FORMAT = "%Y-%m-%d %H:%M"
+HOLD_FORMAT_WORDS = "YYYY-MM-DD HH:MM"
+# Django would also read a bare date (as midnight) or an offset; a resume time is typed, so
+# only what the form asks for (or the picker posted) is taken.
+HOLD_TEXT = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2})?")
+
+
+class HoldTimeField(MomentField):
+    """A hold's resume time, written in HOLD_FORMAT, in the server's time zone."""
+
+    def to_python(self, value: Any) -> datetime | None:
+        """Refuse text not in the format, then parse it under the rule every time obeys."""
+        if isinstance(value, str) and value.strip() and not HOLD_TEXT.fullmatch(value.strip()):
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        return super().to_python(value)
 
 
 class HoldForm(LeaseForm):
@@ -34,11 +54,12 @@ class HoldForm(LeaseForm):
     reason_code = forms.SlugField(
         max_length=64, error_messages={"required": "Choose why the item waits."}
     )
-    hold_until = MomentField(
-        input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M"],
+    hold_until = HoldTimeField(
+        input_formats=[HOLD_FORMAT, "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"],
         error_messages={
             "required": "Say when the item should come back.",
-            "invalid": "Give the resume time as a date and time.",
+            "invalid": f"Give the resume time as a date and time, {HOLD_FORMAT_WORDS} "
+            "(for example 2026-12-07 09:30).",
         },
     )
 
@@ -76,9 +97,10 @@ def hold_form_context(
     local = timezone.localtime
     return {
         "hold_reasons": hold_reasons,
-        "hold_min": local(now).strftime("%Y-%m-%dT%H:%M"),
-        "hold_max": local(latest).strftime("%Y-%m-%dT%H:%M"),
-        "hold_default": local(default).strftime("%Y-%m-%dT%H:%M"),
+        "hold_max": local(latest).strftime(HOLD_FORMAT),
+        "hold_default": local(default).strftime(HOLD_FORMAT),
+        "hold_format": HOLD_FORMAT_WORDS,
+        "hold_zone": timezone.get_current_timezone_name(),
         "max_hold_words": span_words(item.queue.max_hold.total_seconds()),
     }
 

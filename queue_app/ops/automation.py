@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 from queue_app.errors import NotPermitted
 from queue_app.models import Queue
 from queue_app.selectors.automation import read_automation
+from queue_app.services.access import may_see_operations
 from queue_app.services.automation import STOP_PERMISSION, restart_automation, stop_automation
 
 
@@ -32,7 +33,7 @@ def automation_context(request: HttpRequest) -> dict[str, object]:
 
 def _press(request: HttpRequest, queue: Queue | None) -> HttpResponse:
     # Staff only, like the rest of /ops/, and the stop permission on top (the service asks it).
-    if not (request.user.is_active and request.user.is_staff):
+    if not may_see_operations(user=request.user):
         raise PermissionDenied("Operations pages are for staff.")
     form = SwitchForm(request.POST)
     if not form.is_valid():

@@ -36,6 +36,7 @@ from queue_app.selectors.queue_figures import (
 from queue_app.selectors.replication import replication_status
 from queue_app.selectors.statement_figures import read_statement_figures
 from queue_app.services import retry_effect_jobs
+from queue_app.services.access import may_see_operations
 from reviewconsole.routers import replica_reads
 
 logger = logging.getLogger("queue_app.ops")
@@ -43,7 +44,7 @@ logger = logging.getLogger("queue_app.ops")
 
 def _require_staff(request: HttpRequest) -> None:
     # login_required has already sent anonymous visitors to the login page.
-    if not (request.user.is_active and request.user.is_staff):
+    if not may_see_operations(user=request.user):
         raise PermissionDenied("Operations pages are for staff.")
 
 

@@ -36,6 +36,11 @@ def queues_for_user(*, user: User) -> QuerySet[Queue]:
     ).distinct()
 
 
+def may_see_operations(*, user: User) -> bool:
+    """Return whether the user may open the operations pages (/ops/): active staff."""
+    return bool(user.is_authenticated and user.is_active and user.is_staff)
+
+
 def user_can_review(*, user: User, queue: Queue | int) -> bool:
     """Return whether the user may claim and decide items of this queue."""
     settled = _settled_without_a_query(user)

@@ -6,6 +6,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from tests.console.conftest import browser_context_args  # noqa: F401  (the 1366 px window)
+from tests.lanes.conftest import carol, checked_queue  # noqa: F401  (a checker, a checked queue)
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ def test_a_reviewer_puts_an_item_on_hold_and_it_comes_back(page: Page, live_serv
 
     page.get_by_text("Put on hold…").click()
     page.get_by_label("Waiting for").select_option("awaiting_documents")
-    back = timezone.localtime(timezone.now() + timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M")
+    back = timezone.localtime(timezone.now() + timedelta(hours=3)).strftime("%Y-%m-%d %H:%M")
     page.get_by_label("Back on").fill(back)
     page.get_by_role("button", name="Put on hold").click()
     page.wait_for_url(f"{live_server.url}/")

@@ -79,7 +79,7 @@ def test_maker_decides_checker_confirms_and_the_effect_is_applied(
 
     checker = _new_page(browser, live_server, "carol")
     expect(checker.locator("#my-lanes")).to_contain_text("Checks")
-    checker.get_by_role("button", name="Next Checks task in Reconciliation").click()
+    checker.get_by_role("button", name="Next check in Reconciliation").click()
     checker.wait_for_url(LANE_URL)
     expect(checker.locator("#maker-decision")).to_contain_text("Approve")
     expect(checker.locator("#maker-decision")).to_contain_text("alice")
@@ -112,7 +112,7 @@ def test_a_qa_round_with_a_disagreement_ends_in_an_overturn(
         )
     sampled = decide_one(queue, alice, note="Passport verified against the registry")
     qa = _new_page(browser, live_server, "carol")
-    qa.get_by_role("button", name="Next QA task in Kyc").click()
+    qa.get_by_role("button", name="Next QA in Kyc").click()
     qa.wait_for_url(LANE_URL)
     task_id = int(LANE_URL.match(qa.url).group(1))
     assert LaneTask.objects.get(pk=task_id).decision_id == sampled.pk
@@ -126,7 +126,7 @@ def test_a_qa_round_with_a_disagreement_ends_in_an_overturn(
 
     judge = _new_page(browser, live_server, "dana")
     enrol_second_factor(judge)  # an adjudication can overturn: a staff power
-    judge.get_by_role("button", name="Next Adjudication task in Kyc").click()
+    judge.get_by_role("button", name="Next adjudication in Kyc").click()
     judge.wait_for_url(LANE_URL)
     expect(judge.locator("#maker-decision")).to_contain_text("alice")
     expect(judge.locator("#qa-decision")).to_contain_text("Reject")
