@@ -18,7 +18,7 @@ from queue_app.models import (
     LaneTask,
     ReasonCode,
 )
-from queue_app.services import item_decisions
+from queue_app.services import intake, item_decisions
 from tests.automation.conftest import arrive, suggestion
 
 pytestmark = pytest.mark.django_db
@@ -93,10 +93,12 @@ def test_an_escalation_is_never_taken_automatically(auto_queue):
     assert not Decision.objects.exists()
 
 
-def test_a_confidence_that_is_not_a_plain_decimal_is_left_to_people(auto_queue):
+def test_a_confidence_in_exponent_form_is_stored_and_judged_as_its_value(auto_queue):
+    # Intake writes the confidence as a plain decimal, so the threshold compares its value.
     item = arrive(auto_queue, suggestion("approve", "1e0"))
 
-    assert item.state == ItemState.PENDING
+    assert item.suggestion["confidence"] == "1"
+    assert item.state == ItemState.DECIDED
 
 
 def test_a_stopped_queue_leaves_everything_to_people(auto_queue):
@@ -126,9 +128,13 @@ def test_an_inactive_automation_user_decides_nothing(auto_queue, machine):
     assert item.state == ItemState.PENDING
 
 
-def test_a_refused_decision_leaves_the_item_pending_and_the_intake_whole(auto_queue, caplog):
-    # A reason the queue retired after the suggestion was checked: the decision's reason is
-    # NULL, the database refuses it, and the savepoint keeps the item.
+def test_a_refused_decision_leaves_the_item_pending_and_the_intake_whole(
+    auto_queue, caplog, monkeypatch
+):
+    # A reason the queue retired after intake checked the suggestion (another session may
+    # retire it in between): the decision's reason is NULL, the database refuses it, and the
+    # savepoint keeps the item. Intake's check is passed over to reach that moment.
+    monkeypatch.setattr(intake, "clean_suggestion", lambda *, queue, suggestion: suggestion)
     ReasonCode.objects.filter(queue=auto_queue, code="verified").update(retired_at=_now())
 
     with caplog.at_level(logging.WARNING, logger="queue_app"):
