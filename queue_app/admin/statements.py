@@ -107,17 +107,21 @@ class StatementPolicyForm(forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         fields: dict[str, Any] = self.fields
-        fields["decision_visibility"].choices = _choices("DECISION_VISIBILITIES")
-        fields["decision_monetary"].choices = _choices("DECISION_MONETARIES", blank=True)
-        fields["decision_provision"].choices = _choices("DECISION_PROVISIONS", blank=True)
-        fields["decision_account"].choices = _choices("DECISION_ACCOUNTS", blank=True)
-        fields["account_type"].choices = _choices("ACCOUNT_TYPES", blank=True)
-        fields["territorial_scope"].choices = [
-            (code, code) for code in labels("EUROPEAN_COUNTRY_CODES")
-        ]
-        fields["content_type"].choices = _choices("CONTENT_TYPES")
-        fields["content_language"].choices = _choices("LANGUAGES", blank=True)
-        fields["source_type"].choices = _choices("SOURCE_TYPES")
+        # A viewer's form (view-only admin) has none of these fields: they are read-only.
+        choices = {
+            "decision_visibility": _choices("DECISION_VISIBILITIES"),
+            "decision_monetary": _choices("DECISION_MONETARIES", blank=True),
+            "decision_provision": _choices("DECISION_PROVISIONS", blank=True),
+            "decision_account": _choices("DECISION_ACCOUNTS", blank=True),
+            "account_type": _choices("ACCOUNT_TYPES", blank=True),
+            "territorial_scope": [(code, code) for code in labels("EUROPEAN_COUNTRY_CODES")],
+            "content_type": _choices("CONTENT_TYPES"),
+            "content_language": _choices("LANGUAGES", blank=True),
+            "source_type": _choices("SOURCE_TYPES"),
+        }
+        for name, values in choices.items():
+            if name in fields:
+                fields[name].choices = values
         if "appeal_window_months" in fields:
             # Left empty: the default (six months), so a form without it still saves.
             fields["appeal_window_months"].required = False
@@ -184,11 +188,18 @@ class ReasonMappingForm(forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         fields: dict[str, Any] = self.fields
-        fields["decision_ground"].choices = _choices("DECISION_GROUNDS")
-        fields["category"].choices = _choices("STATEMENT_CATEGORIES")
-        fields["category_addition"].choices = _choices("STATEMENT_CATEGORIES")
-        fields["keywords"].choices = _choices("KEYWORDS")
-        fields["reason_code"].queryset = ReasonCode.objects.select_related("queue")
+        # A viewer's form (view-only admin) has none of these fields: they are read-only.
+        choices = {
+            "decision_ground": _choices("DECISION_GROUNDS"),
+            "category": _choices("STATEMENT_CATEGORIES"),
+            "category_addition": _choices("STATEMENT_CATEGORIES"),
+            "keywords": _choices("KEYWORDS"),
+        }
+        for name, values in choices.items():
+            if name in fields:
+                fields[name].choices = values
+        if "reason_code" in fields:
+            fields["reason_code"].queryset = ReasonCode.objects.select_related("queue")
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}

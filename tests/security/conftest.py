@@ -16,12 +16,14 @@ from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 from django.conf import settings
 from django.contrib.auth.models import Group, Permission, User
 from django.contrib.contenttypes.models import ContentType
+from django.db import transaction
 from django.db.models.functions import Now
 from django.test import Client
 
 from queue_app.api.auth import issue_api_client
 from queue_app.apply import apply_one
 from queue_app.models import (
+    AutomationSwitch,
     ChainVerification,
     CheckPolicy,
     Decision,
@@ -175,6 +177,8 @@ def world(queue, alice, bob, stranger, viewer, root) -> World:
         "queue_app.applieddecision": decision.pk,
         "queue_app.effectjob": dead.pk,
         "queue_app.chainverification": chain.pk,
+        "queue_app.automationswitch": AutomationSwitch.objects.get_or_create(pk=1)[0].pk,
+        **_statement_rows(bob),
         **_access_rows(),
     }
     users = {"stranger": stranger, "reviewer": alice, "viewer": viewer, "admin": root}
@@ -212,3 +216,25 @@ def alice_client(alice) -> Client:
     client = Client()
     client.force_login(alice)
     return client
+
+
+def _statement_rows(bob) -> dict[str, int]:
+    """A queue of its own with a statement policy, and one statement with its deliveries."""
+    from queue_app.models import StatementDelivery
+    from queue_app.services.statements import record_statement
+    from tests.statements.conftest import decide, give_policy, map_reason
+
+    posts = make_queue("posts", group=Group.objects.get(name="Reviewers"))
+    policy = give_policy(posts)
+    mapping = map_reason(posts, "fraud")
+    with transaction.atomic():
+        statement = record_statement(decision=decide(posts, bob))
+    assert statement is not None
+    return {
+        "queue_app.statementpolicy": policy.pk,
+        "queue_app.reasonmapping": mapping.pk,
+        "queue_app.statementofreasons": statement.pk,
+        "queue_app.statementdelivery": StatementDelivery.objects.filter(statement=statement)
+        .first()
+        .pk,
+    }

@@ -53,6 +53,8 @@ POST_ROUTES = {
     "item-renew",
     "item-hold",
     "ops:retry_dead_job",
+    "ops:automation_all",
+    "ops:automation_queue",
     "api:create_item",
     "api:lease_batch",
     "api:decide",
@@ -118,6 +120,8 @@ def _path_for(route: Route, world: World) -> str:
             kwargs["object_id"] = world.sample_pk(match["app"], match["model"])
     if "id" in resolver_kwargs:  # admin:auth_user_password_change
         kwargs["id"] = world.users["reviewer"].pk
+    if "queue_id" in resolver_kwargs:  # ops:automation_queue
+        kwargs["queue_id"] = world.held.queue_id
     if "user_id" in resolver_kwargs:  # mfa-reset
         kwargs["user_id"] = world.users["reviewer"].pk
     if "item_id" in resolver_kwargs:
@@ -167,6 +171,8 @@ def _form_for(key: str, world: World) -> dict[str, str]:
             "reason_code": "awaiting_documents",
             "hold_until": until.strftime("%Y-%m-%dT%H:%M"),
         }
+    if key in ("ops:automation_all", "ops:automation_queue"):
+        return {"action": "stop"}
     if key.startswith("lane-") and key != "lane-next":
         # alice's lane lease, with what each lane's form carries.
         return {

@@ -78,6 +78,15 @@ EXPECTED: list[tuple[str, dict[str, str]]] = [
     ("admin:queue_app_chainverification_delete", staff("403", "403")),
     # Overturning needs can_overturn, which the viewer lacks.
     ("admin:queue_app_decision_overturn", staff("403", "200")),
+    # The one stop-switch row is made by the migration and kept; statements are append-only,
+    # and a queue's statement policy is switched off, never deleted.
+    ("admin:queue_app_automationswitch_add", staff("403", "403")),
+    ("admin:queue_app_automationswitch_delete", staff("403", "403")),
+    ("admin:queue_app_statementofreasons_add", staff("403", "403")),
+    ("admin:queue_app_statementofreasons_delete", staff("403", "403")),
+    ("admin:queue_app_statementdelivery_add", staff("403", "403")),
+    ("admin:queue_app_statementdelivery_delete", staff("403", "403")),
+    ("admin:queue_app_statementpolicy_delete", staff("403", "403")),
     # Clients are revoked and reason codes retired, never deleted.
     ("admin:queue_app_apiclient_delete", staff("403", "403")),
     ("admin:queue_app_reasoncode_delete", staff("403", "403")),
@@ -115,6 +124,9 @@ EXPECTED: list[tuple[str, dict[str, str]]] = [
     ("ops:oversight_json", row(LOGIN, "403", "403", "200", "200")),
     # Retrying a dead effect job needs change_effectjob, as the admin's Retry action does.
     ("ops:retry_dead_job", row(LOGIN, "403", "403", "403", "302+write")),
+    # The stop switches of automatic decisions: staff holding can_stop_automation (admin).
+    ("ops:automation_all", row(LOGIN, "403", "403", "403", "302")),
+    ("ops:automation_queue", row(LOGIN, "403", "403", "403", "302")),
     # Open by default for the internal network (METRICS_TOKEN closes it); health has no secrets.
     ("ops:metrics", row("200", "200", "200", "200", "200", "200", "200")),
     ("ops:healthz", row("200", "200", "200", "200", "200", "200", "200")),
