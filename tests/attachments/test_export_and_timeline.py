@@ -37,7 +37,10 @@ def test_the_export_keeps_the_digests_a_decision_was_made_over(item, queue, alic
     )
     assert row["evidence_hash"] == shown_hash(with_files)
     header, csv_row = list(export_lines(decisions_between(), fmt="csv"))
-    assert header.strip().endswith(",attachments,status,chain_position,chain_leaf,chain_state")
+    assert header.strip().endswith(
+        ",attachments,status,chain_position,chain_leaf,chain_state,"
+        "suggestion_view,suggestion_shown_at,suggestion_followed"
+    )
     assert "," + row["attachments"] + "," in csv_row
 
 
