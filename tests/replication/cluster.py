@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -50,6 +51,18 @@ def _run(program: str, *args: str, user: str | None = None, **kwargs: Any) -> st
     if done.returncode != 0:
         pytest.fail(f"{program} {' '.join(args)} failed:\n{done.stderr[-3000:]}", pytrace=False)
     return done.stdout
+
+
+# A column option some builds of the source server (DATABASE_URL) keep on every column and a
+# stock server refuses ("unrecognized parameter"); it carries nothing the schema relies on.
+_SERVER_OWN_COLUMN_OPTION = re.compile(
+    r"^ALTER TABLE ONLY \S+ ALTER COLUMN \S+ SET \(pg_attver=\d+\);\n", re.MULTILINE
+)
+
+
+def _portable(dump: str) -> str:
+    """The dump without column options only its source server's build knows."""
+    return _SERVER_OWN_COLUMN_OPTION.sub("", dump)
 
 
 @dataclass
@@ -164,7 +177,9 @@ def start_replication(source: dict[str, Any]) -> Replication:
             admin.execute(f'CREATE DATABASE "{dbname}"')
         dump = _run(
             "pg_dump",
-            *("--no-owner", "--no-privileges", "-d", dbname),
+            # No planner statistics: pg_dump 18 writes them in a form only a server of the
+            # source's version reads, and the source may be an older server (DATABASE_URL).
+            *("--no-owner", "--no-privileges", "--no-statistics", "-d", dbname),
             *_source_args(source),
             env=_source_env(source),
         )
@@ -172,7 +187,7 @@ def start_replication(source: dict[str, Any]) -> Replication:
             "psql",
             *("-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", str(primary.socket_dir)),
             *("-p", str(primary.port), "-U", "postgres", "-d", dbname),
-            input=dump,
+            input=_portable(dump),
         )
         standby = Cluster("standby", folder / "standby", folder / "ss", free_port(), user)
         standby.socket_dir.mkdir(mode=0o700)
