@@ -20,7 +20,7 @@ from django.db.models.functions import Now
 from queue_app.db.runner import fetch_instances, wake_apply_workers_after_commit
 from queue_app.db.statements import automation as automation_sql
 from queue_app.errors import NotPermitted
-from queue_app.models import AutomationSwitch, Decision, Queue, ReviewItem
+from queue_app.models import AutomationSwitch, Decision, ItemState, Queue, ReviewItem
 from queue_app.second_person import automatic_qa_draw
 from queue_app.services._common import User, log_extra, logger
 
@@ -58,7 +58,11 @@ def decide_automatically(*, item: ReviewItem, queue: Queue) -> Decision | None:
     decision = decisions[0]
     if not decision.awaiting_check:  # type: ignore[attr-defined]
         wake_apply_workers_after_commit()  # AUTO_DECIDE queued its effect job
-    item.refresh_from_db(fields=["state", "decided_at"])
+    # What AUTO_DECIDE wrote to the row, known without reading it again: the state follows
+    # from the check, and decided_at is the decision's now(), one transaction's clock.
+    awaiting = decision.awaiting_check  # type: ignore[attr-defined]
+    item.state = ItemState.AWAITING_CHECK if awaiting else ItemState.DECIDED
+    item.decided_at = decision.created_at
     logger.info(
         "decided automatically",
         extra=log_extra(
