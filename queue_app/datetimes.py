@@ -10,7 +10,8 @@ model fields with the same format (reviewconsole/formats/en/formats.py).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta, tzinfo
+import calendar
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import cast
 
 from django.utils import timezone
@@ -77,3 +78,12 @@ def time_tag(value: datetime | None) -> SafeString:
 def zone_abbreviation() -> str:
     """Return the current zone's abbreviation now ("CET", "UTC"), for captions."""
     return timezone.localtime().strftime("%Z")
+
+
+def add_months(day: date, months: int) -> date:
+    """Return the same day `months` later (the month's last day when it has no such day)."""
+    index = day.month - 1 + months
+    year, month = day.year + index // 12, index % 12 + 1
+    return day.replace(
+        year=year, month=month, day=min(day.day, calendar.monthrange(year, month)[1])
+    )

@@ -16,7 +16,6 @@ holds, which the submitter reads as delivered).
 
 from __future__ import annotations
 
-import calendar
 import logging
 import os
 from datetime import date, timedelta
@@ -30,6 +29,7 @@ from django.utils import timezone, translation
 
 from queue_app import effects
 from queue_app.apply import ERROR_MAX_LENGTH, RetryPolicy
+from queue_app.datetimes import add_months
 from queue_app.errors import EffectError, PermanentEffectError
 from queue_app.jsonutil import exact_dumps
 from queue_app.models import DeliveryChannel, StatementDelivery, StatementOfReasons
@@ -59,15 +59,6 @@ GROUND_FIELDS = (
     "incompatible_content_illegal",
     "decision_ground_reference_url",
 )
-
-
-def add_months(day: date, months: int) -> date:
-    """Return the same day `months` later (the month's last day when it has no such day)."""
-    index = day.month - 1 + months
-    year, month = day.year + index // 12, index % 12 + 1
-    return day.replace(
-        year=year, month=month, day=min(day.day, calendar.monthrange(year, month)[1])
-    )
 
 
 def appeal_until(statement: StatementOfReasons) -> date:

@@ -144,3 +144,22 @@ class SuggestionSeenInvalid(ReviewError):
         "This page's record of the machine suggestion is not one this server gave it, or is for "
         "another item or lease. Nothing was recorded; open the item again."
     )
+
+
+class AppealRefused(ReviewError):
+    """An appeal the queue cannot take: field names the part, code and status the answer.
+
+    422 for a field that is wrong (an unknown decision, a window that closed), 409 for a
+    conflict with what exists (a reference reused for another complaint, a decision appealed
+    already, a decision no longer standing). Nothing is written.
+    """
+
+    message = "The appeal cannot be accepted."
+
+    def __init__(
+        self, message: str | None = None, *, field: str, code: str, status: int = 422
+    ) -> None:
+        super().__init__(message)
+        self.field = field
+        self.code = code
+        self.status = status

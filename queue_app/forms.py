@@ -151,6 +151,38 @@ class AdjudicationForm(_ReasonChoiceForm):
         return data
 
 
+class AppealForm(_ReasonChoiceForm):
+    """Uphold the decision appealed, reverse it (the corrected verdict and an overturn reason),
+    or close the appeal when an overturn replaced the decision while it waited. The reasons are
+    required: the affected person's notice quotes them."""
+
+    outcome = forms.ChoiceField(
+        choices=[("uphold", "Uphold"), ("reverse", "Reverse"), ("close", "Close")],
+        error_messages={"required": "Choose uphold or reverse."},
+    )
+    corrected_verdict = forms.ChoiceField(
+        choices=[("", ""), ("approve", "Approve"), ("reject", "Reject")], required=False
+    )
+    note = _note_field(required=True)
+
+    def clean(self) -> dict[str, Any]:
+        data = cast(dict[str, Any], super().clean())
+        if data.get("outcome") == "reverse":
+            if not data.get("corrected_verdict") and "corrected_verdict" not in self.errors:
+                self.add_error("corrected_verdict", "A reversal needs the corrected verdict.")
+            if not data.get("reason_code") and "reason_code" not in self.errors:
+                self.add_error("reason_code", "A reversal needs an overturn reason.")
+        return data
+
+    def clean_note(self) -> str:
+        note = str(self.cleaned_data["note"])
+        if not note.strip():
+            raise forms.ValidationError(
+                "Give the reasons: the affected person's notice quotes them."
+            )
+        return note
+
+
 def form_errors(form: forms.Form) -> str:
     """The form's errors as one sentence for the page's message, ending in what happened."""
     words = [str(message) for errors in form.errors.values() for message in errors]

@@ -44,6 +44,7 @@ urlpatterns = [
     path("lanes/<int:task_id>/return/", lane_views.lane_return, name="lane-return"),
     path("lanes/<int:task_id>/qa/", lane_views.lane_qa, name="lane-qa"),
     path("lanes/<int:task_id>/adjudicate/", lane_views.lane_adjudicate, name="lane-adjudicate"),
+    path("lanes/<int:task_id>/appeal/", lane_views.lane_appeal, name="lane-appeal"),
     path("lanes/<int:task_id>/release/", lane_views.lane_release, name="lane-release"),
     path("lanes/<int:task_id>/renew/", lane_views.lane_renew, name="lane-renew"),
 ]

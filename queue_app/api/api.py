@@ -12,7 +12,7 @@ from __future__ import annotations
 from ninja import NinjaAPI
 from ninja.operation import Operation
 
-from queue_app.api import adjudication, attachment_endpoints, intake_endpoints
+from queue_app.api import adjudication, appeal_endpoints, attachment_endpoints, intake_endpoints
 from queue_app.api.auth import ApiTokenAuth
 from queue_app.api.docs import ReadableDocs
 from queue_app.api.failures import install_error_handlers
@@ -46,3 +46,4 @@ install_error_handlers(api)
 api.add_router("", intake_endpoints.router)
 api.add_router("", adjudication.router)
 api.add_router("", attachment_endpoints.router)
+api.add_router("", appeal_endpoints.router)

@@ -102,6 +102,9 @@ _HTTP_CODES = {
 
 
 def _review_error(request: HttpRequest, exc: errors.ReviewError) -> HttpResponse:
+    if isinstance(exc, errors.AppealRefused):  # its own status and code, naming the field
+        named = [{"field": exc.field, "type": exc.code, "message": exc.message}]
+        return error_response(request, exc.status, exc.code, exc.message, named)
     status, code = next((s, c) for cls, s, c in _REVIEW_ERRORS if isinstance(exc, cls))
     # The code stays stable; a refused fence says what happened in details (released, taken…).
     details: Any = {"what": exc.what} if isinstance(exc, errors.StaleLease) else None

@@ -40,6 +40,7 @@ from queue_app.errors import (
 from queue_app.evidence import item_evidence_hash
 from queue_app.forms import (
     AdjudicationForm,
+    AppealForm,
     LeaseForm,
     QaReviewForm,
     ReturnForm,
@@ -61,6 +62,7 @@ from queue_app.services import (
     return_check,
     user_lane_kinds,
 )
+from queue_app.services.appeals import appeal_of_task, decide_appeal
 from queue_app.services.blindness import is_blind_to
 from queue_app.services.lanes import LANE_NAMES
 
@@ -69,13 +71,14 @@ NOTHING: dict[str, str] = {
     LaneKind.CHECK: "no decision is waiting for a check",
     LaneKind.QA: "nothing is waiting for a QA review",
     LaneKind.ADJUDICATION: "no QA disagreement is waiting",
+    LaneKind.APPEAL: "no appeal is waiting",
 }
 
 
 def _lane_queue(request: HttpRequest, slug: str, kind: str) -> Queue:
     if kind not in LaneKind.values or kind not in user_lane_kinds(user=request.user):
         raise Refusal(403, "You do not work this lane.")
-    if kind == LaneKind.ADJUDICATION:
+    if kind in (LaneKind.ADJUDICATION, LaneKind.APPEAL):
         queue = Queue.objects.filter(slug=slug).first()
         if queue is None:
             raise Refusal(404, "There is no such queue.")
@@ -164,6 +167,19 @@ def _context(request: HttpRequest, task: LaneTask, **more: Any) -> dict[str, Any
         context["overturn_awaiting"] = (
             None if context["replaced_by"] else overturn_of(decision_id=task.decision_id)
         )
+        if mine:
+            context["overturn_reasons"] = _overturn_reasons(task)
+    if task.kind == LaneKind.APPEAL:
+        # Side by side: the evidence (above), the decision appealed and its statement of
+        # reasons, and the complaint. The statement is shown as sent to the affected person.
+        appeal = appeal_of_task(task=task)
+        context["appeal"] = appeal
+        context["statement"] = appeal.statement if appeal else None
+        context["replaced_by"] = replaced_by(decision_id=task.decision_id)
+        context["overturn_awaiting"] = (
+            None if context["replaced_by"] else overturn_of(decision_id=task.decision_id)
+        )
+        context["decision"] = decision
         if mine:
             context["overturn_reasons"] = _overturn_reasons(task)
     if (
@@ -332,6 +348,30 @@ def lane_adjudicate(request: HttpRequest, task_id: int) -> HttpResponse:
             note=data["note"],
         ),
         f"Adjudicated item #{task.item_id}.",
+    )
+
+
+@post_only
+@console_view
+def lane_appeal(request: HttpRequest, task_id: int) -> HttpResponse:
+    """Decide an appeal: uphold the decision, reverse it (an overturn), or close it."""
+    task = _task_for(request, task_id)
+    return _finish(
+        request,
+        task,
+        AppealForm(request.POST, reasons=_overturn_reasons(task)),
+        lambda data: decide_appeal(
+            task_id=task.pk,
+            queue_id=task.queue_id,
+            user=request.user,
+            lease_token=data["lease_token"],
+            reverse=data["outcome"] == "reverse",
+            close=data["outcome"] == "close",
+            corrected_verdict=data["corrected_verdict"],
+            reason_code=data["reason_code"],
+            reasons=data["note"],
+        ),
+        f"Decided the appeal on item #{task.item_id}.",
     )
 
 

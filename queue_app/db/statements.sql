@@ -1031,7 +1031,7 @@ SELECT (
 WITH me AS MATERIALIZED (
     SELECT queue_app_principal(%(owner_id)s) AS principal,
            (NOT EXISTS (SELECT 1 FROM queue_app_apiclient AS c WHERE c.user_id = %(owner_id)s)
-     AND CASE WHEN %(kind)s::text = 'adjudication' THEN EXISTS (
+     AND CASE WHEN %(kind)s::text IN ('adjudication', 'appeal') THEN EXISTS (
     SELECT 1 FROM auth_user AS u
      WHERE u.id = %(owner_id)s AND u.is_active
        AND (u.is_superuser OR EXISTS (
@@ -1116,7 +1116,7 @@ UPDATE queue_app_lanetask AS t
    AND t.state = 'open'
    AND t.lease_token = %(lease_token)s AND t.lease_owner_id = %(owner_id)s
    AND (NOT EXISTS (SELECT 1 FROM queue_app_apiclient AS c WHERE c.user_id = %(owner_id)s)
-     AND CASE WHEN t.kind = 'adjudication' THEN EXISTS (
+     AND CASE WHEN t.kind IN ('adjudication', 'appeal') THEN EXISTS (
     SELECT 1 FROM auth_user AS u
      WHERE u.id = %(owner_id)s AND u.is_active
        AND (u.is_superuser OR EXISTS (
@@ -1152,7 +1152,7 @@ SELECT t.id, t.kind, t.queue_id, t.item_id, t.decision_id, t.lease_token,
        d.reviewer_id AS maker_id, q.qa_rate,
        d.suggestion_view = 'automatic' IS TRUE AS automatic, q.auto_decide_qa_rate,
        (NOT EXISTS (SELECT 1 FROM queue_app_apiclient AS c WHERE c.user_id = %(owner_id)s)
-     AND CASE WHEN t.kind = 'adjudication' THEN EXISTS (
+     AND CASE WHEN t.kind IN ('adjudication', 'appeal') THEN EXISTS (
     SELECT 1 FROM auth_user AS u
      WHERE u.id = %(owner_id)s AND u.is_active
        AND (u.is_superuser OR EXISTS (
@@ -1336,6 +1336,39 @@ WITH done AS (
 SELECT o.*, d.item_id, d.decision_id, d.queue_id
   FROM outcome AS o JOIN done AS d ON d.id = o.task_id;
 
+-- name: FINISH_APPEAL
+-- Decide an appeal: its outcome, the outcome notice's outbox row, the event.
+WITH done AS (
+    UPDATE queue_app_lanetask
+       SET state = 'done', done_at = now()
+     WHERE id = %(task_id)s AND queue_id = %(queue_id)s AND kind = %(kind)s::text
+       AND state = 'open'
+       AND lease_token = %(lease_token)s AND lease_owner_id = %(owner_id)s
+ RETURNING *
+), outcome AS (
+    INSERT INTO queue_app_laneoutcome
+           (task_id, kind, result, actor_id, actor_username, lease_token, verdict,
+            reason_code_id, note, overturn_id, created_at)
+    SELECT id, kind, %(result)s::text, %(owner_id)s, '', lease_token, %(verdict)s::text,
+           NULL::bigint, %(note)s::text, %(overturn_id)s::bigint, now()
+      FROM done
+ RETURNING *
+)
+, notice AS (
+    INSERT INTO queue_app_appealnotice
+           (appeal_id, created_at, attempts, next_attempt_at, last_error, dead, receipt)
+    SELECT a.id, now(), 0, now(), '', false, '{}'::jsonb
+      FROM done JOIN queue_app_appeal AS a ON a.task_id = done.id
+), events AS (
+    INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
+    SELECT item_id, 'appeal_decided', %(owner_id)s, now(),
+           jsonb_build_object('decision_id', decision_id, 'task_id', id,
+                              'result', %(result)s::text, 'overturn_id', %(overturn_id)s::bigint)
+      FROM done
+)
+SELECT o.*, d.item_id, d.decision_id, d.queue_id
+  FROM outcome AS o JOIN done AS d ON d.id = o.task_id;
+
 -- name: LANES_FOR_USER
 -- The console home's lanes for one user, with what waits in each.
 WITH me AS MATERIALIZED (
@@ -1359,11 +1392,11 @@ WITH me AS MATERIALIZED (
 ), lanes AS (
     SELECT q.id AS queue_id, q.slug, q.name, q.qa_rate, k.kind
       FROM queue_app_queue AS q
-     CROSS JOIN (VALUES ('check'), ('qa'), ('adjudication')) AS k (kind)
+     CROSS JOIN (VALUES ('check'), ('qa'), ('adjudication'), ('appeal')) AS k (kind)
      CROSS JOIN me
      WHERE me.human
-       AND ((k.kind <> 'adjudication' AND q.id = ANY(%(queue_ids)s::bigint[]))
-            OR (k.kind = 'adjudication' AND me.can_overturn))
+       AND ((k.kind IN ('check', 'qa') AND q.id = ANY(%(queue_ids)s::bigint[]))
+            OR (k.kind IN ('adjudication', 'appeal') AND me.can_overturn))
 )
 SELECT l.queue_id, l.slug, l.name, l.kind,
        count(t.id) AS open,
@@ -1382,7 +1415,7 @@ SELECT l.queue_id, l.slug, l.name, l.kind,
        AND coalesce(t.checker_principal_id <> (SELECT principal FROM me), true)
         AND (p.item_id IS NULL OR NOT queue_app_lane_barred(t, %(owner_id)s))
  GROUP BY l.queue_id, l.slug, l.name, l.qa_rate, l.kind
- ORDER BY l.name, array_position(ARRAY['check', 'qa', 'adjudication'], l.kind);
+ ORDER BY l.name, array_position(ARRAY['check', 'qa', 'adjudication', 'appeal'], l.kind);
 
 -- name: LANE_BACKLOG_NAMED
 -- Open lane tasks per queue and lane, with the queue's name and the clock.
@@ -2152,3 +2185,26 @@ SELECT application_name, client_addr::text AS client_addr, state,
        pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn)::bigint AS replay_behind_bytes
   FROM pg_stat_replication
  ORDER BY application_name;
+
+-- ===============================================================================================
+-- appeals: The statements behind the appeal figures (/ops/, /metrics).
+
+-- name: APPEAL_FIGURES
+-- Appeals per queue: received, pending, past deadline, decided, reversed, median time.
+SELECT q.slug,
+       count(*) AS received,
+       count(*) FILTER (WHERE t.state = 'open') AS pending,
+       count(*) FILTER (WHERE t.state = 'open' AND a.due_at < now()) AS past_deadline,
+       count(*) FILTER (WHERE o.result IN ('upheld', 'overturned')) AS decided,
+       count(*) FILTER (WHERE o.result = 'overturned') AS reversed,
+       percentile_cont(0.5) WITHIN GROUP (
+           ORDER BY extract(epoch FROM o.created_at - a.received_at))
+           FILTER (WHERE o.result IN ('upheld', 'overturned')) AS median_seconds,
+       count(*) FILTER (WHERE n.dead) AS notices_dead
+  FROM queue_app_appeal AS a
+  JOIN queue_app_queue AS q ON q.id = a.queue_id
+  JOIN queue_app_lanetask AS t ON t.id = a.task_id
+  LEFT JOIN queue_app_laneoutcome AS o ON o.task_id = t.id
+  LEFT JOIN queue_app_appealnotice AS n ON n.appeal_id = a.id
+ GROUP BY q.slug
+ ORDER BY q.slug;

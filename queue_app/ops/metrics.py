@@ -18,6 +18,7 @@ from prometheus_client.registry import Collector
 
 from queue_app.second_person import Rate
 from queue_app.selectors.agreement import Agreement
+from queue_app.selectors.appeal_figures import AppealFigures, read_appeal_figures
 from queue_app.selectors.deadline_figures import SLA_WINDOW_HOURS, SlaFigures, read_sla
 from queue_app.selectors.health import sealing_backlog
 from queue_app.selectors.lane_figures import LaneFigures, read_lane_figures
@@ -148,6 +149,7 @@ def exposition(*, accept: str = "", snapshot: OpsSnapshot | None = None) -> tupl
     # (its age grows with the lag), an alarm about the sealer that is really about the replica.
     registry.register(SealingCollector(sealing_backlog()))
     register_statement_figures(registry)
+    registry.register(AppealCollector(read_appeal_figures()))
     return encoder(registry), content_type
 
 
@@ -177,6 +179,45 @@ class StatementCollector(Collector):
             for why, count in (("refused", f.refused), ("dead", f.dead), ("waiting", f.waiting)):
                 failing.add_metric([f.queue, why], count)
         yield from (built, sent, failing)
+
+
+class AppealCollector(Collector):
+    """Appeals per queue: received, pending, past deadline, decided, reversed (with the Wilson
+    interval of the reversed share), median seconds to decide."""
+
+    def __init__(self, figures: list[AppealFigures]) -> None:
+        self.figures = figures
+
+    def collect(self) -> Iterator[Metric]:
+        q = ["queue"]
+        received = _gauge("appeals_received", "Appeals received.", q)
+        pending = _gauge("appeals_pending", "Appeals waiting for a decision.", q)
+        past = _gauge("appeals_past_deadline", "Appeals waiting past their deadline.", q)
+        decided = _gauge("appeals_decided", "Appeals upheld or reversed.", q)
+        reversed_ = _gauge("appeals_reversed", "Appeals that reversed the decision.", q)
+        share = _gauge(
+            "appeals_reversed_share",
+            "Reversed share of decided appeals, with its 95% Wilson interval (bound).",
+            ["queue", "bound"],
+        )
+        median = _gauge(
+            "appeals_median_seconds_to_decide", "Median seconds from receipt to decision.", q
+        )
+        dead = _gauge("appeals_notices_dead", "Appeal outcome notices that are dead.", q)
+        for f in self.figures:
+            received.add_metric([f.queue], f.received)
+            pending.add_metric([f.queue], f.pending)
+            past.add_metric([f.queue], f.past_deadline)
+            decided.add_metric([f.queue], f.decided)
+            reversed_.add_metric([f.queue], f.reversed)
+            dead.add_metric([f.queue], f.notices_dead)
+            if f.reversed_share is not None and f.reversed_interval is not None:
+                share.add_metric([f.queue, "value"], f.reversed_share)
+                share.add_metric([f.queue, "low"], f.reversed_interval[0])
+                share.add_metric([f.queue, "high"], f.reversed_interval[1])
+            if f.median_seconds is not None:
+                median.add_metric([f.queue], f.median_seconds)
+        yield from (received, pending, past, decided, reversed_, share, median, dead)
 
 
 class SealingCollector(Collector):

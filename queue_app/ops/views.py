@@ -23,6 +23,7 @@ from queue_app.ops.automation import automation_context
 from queue_app.ops.charts import Bar, bar_chart, share_bar
 from queue_app.ops.metrics import exposition
 from queue_app.ops.oversight import oversight_context
+from queue_app.selectors.appeal_figures import read_appeal_figures
 from queue_app.selectors.deadline_figures import SLA_WINDOW_HOURS, read_sla, sla_rows
 from queue_app.selectors.lane_figures import agreement_rows, read_lane_figures, reviewer_rows
 from queue_app.selectors.queue_figures import (
@@ -140,6 +141,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         **automation_context(request),
         **oversight_context(),  # machine suggestions (templates/ops/_oversight.html)
         "statement_figures": read_statement_figures(),
+        "appeal_figures": read_appeal_figures(),  # templates/ops/_appeals.html
     }
     return render(request, "ops/dashboard.html", context)
 

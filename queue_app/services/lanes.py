@@ -52,6 +52,7 @@ LANE_NAMES: dict[str, str] = {
     LaneKind.CHECK: "Checks",
     LaneKind.QA: "QA",
     LaneKind.ADJUDICATION: "Adjudication",
+    LaneKind.APPEAL: "Appeals",
 }
 
 SECOND_PERSON = (
@@ -85,7 +86,8 @@ def user_lane_kinds(*, user: User) -> list[str]:
         return []
     kinds: list[str] = [LaneKind.CHECK, LaneKind.QA]
     if user.has_perm("queue_app.can_overturn"):
-        kinds.append(LaneKind.ADJUDICATION)
+        # A reversal is an overturn: appeals are decided by people who may overturn.
+        kinds += [LaneKind.ADJUDICATION, LaneKind.APPEAL]
     return kinds
 
 
@@ -576,7 +578,7 @@ def lane_task_for(*, task_id: int, user: User) -> LaneTask | None:
     if task is None or task.kind not in user_lane_kinds(user=user):
         return None
     if (
-        task.kind != LaneKind.ADJUDICATION
+        task.kind not in (LaneKind.ADJUDICATION, LaneKind.APPEAL)
         and not queues_for_user(user=user).filter(pk=task.queue_id).exists()
     ):
         return None

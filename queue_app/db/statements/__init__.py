@@ -17,6 +17,7 @@ from types import ModuleType
 
 from queue_app.db.statements import (
     access,
+    appeals,
     automation,
     chain,
     decisions,
@@ -49,6 +50,7 @@ MODULES: tuple[ModuleType, ...] = (
     evidence,
     automation,
     replication,
+    appeals,
 )
 
 

@@ -28,6 +28,7 @@ PURPOSE = {
     "RETURN_CHECK": "Return a check: outcome, and the item back to pending in a new review round.",
     "RECORD_QA_REVIEW": "Record a blind QA review's verdict and reason.",
     "FINISH_ADJUDICATION": "Close an adjudication with its outcome.",
+    "FINISH_APPEAL": "Decide an appeal: its outcome, the outcome notice's outbox row, the event.",
     "LANES_FOR_USER": "The console home's lanes for one user, with what waits in each.",
     "LANE_BACKLOG_NAMED": (
         "Open lane tasks per queue and lane, with the queue's name and the clock."
@@ -56,12 +57,13 @@ _CAN_OVERTURN = """EXISTS (
 
 # Who may hold or finish a task of lane {kind} in queue {queue}, in the statement that claims,
 # renews or locks it: a person (an API client's service user never works a lane: machines
-# decide, people confirm) who may review the queue (checks, QA) or overturn (adjudication).
+# decide, people confirm) who may review the queue (checks, QA) or overturn (adjudication,
+# appeals: a reversal is an overturn).
 # The services ask the same first, to refuse in plain words; this is the check a revocation
 # landing between that question and the write cannot slip past.
 _MAY_WORK_LANE = (
     "(NOT EXISTS (SELECT 1 FROM queue_app_apiclient AS c WHERE c.user_id = %(owner_id)s)\n"
-    "     AND CASE WHEN {kind} = 'adjudication' THEN "
+    "     AND CASE WHEN {kind} IN ('adjudication', 'appeal') THEN "
     + _CAN_OVERTURN.replace("{", "{{").replace("}", "}}")
     + "\n              ELSE "
     + _MAY_REVIEW
@@ -339,6 +341,27 @@ FINISH_ADJUDICATION = _FINISH.format(
 )""",
 )
 
+# Decide an appeal: upheld, overturned (the overturn, written just before in the same
+# transaction by services.overturn_decision, is named) or closed; the outcome notice to the
+# affected person is queued in the same statement, so it exists exactly when the outcome does
+# (one per appeal: appealnotice's unique appeal), and the item's log says so.
+FINISH_APPEAL = _FINISH.format(
+    reason=_NO_REASON,
+    more="""
+, notice AS (
+    INSERT INTO queue_app_appealnotice
+           (appeal_id, created_at, attempts, next_attempt_at, last_error, dead, receipt)
+    SELECT a.id, now(), 0, now(), '', false, '{}'::jsonb
+      FROM done JOIN queue_app_appeal AS a ON a.task_id = done.id
+), events AS (
+    INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
+    SELECT item_id, 'appeal_decided', %(owner_id)s, now(),
+           jsonb_build_object('decision_id', decision_id, 'task_id', id,
+                              'result', %(result)s::text, 'overturn_id', %(overturn_id)s::bigint)
+      FROM done
+)""",
+)
+
 # The second person's path: each statement finds its task by id *and* its queue (the console
 # passes the queue of the task it shows), and reads or writes the item and decision of that
 # queue only, so with the tables distributed by queue_id (docs/scaling.md) each stays on one
@@ -352,6 +375,7 @@ HOT_PATH = (
     "RETURN_CHECK",
     "RECORD_QA_REVIEW",
     "FINISH_ADJUDICATION",
+    "FINISH_APPEAL",
 )
 
 # The console home's lanes for one user, in one statement: per queue and lane the user may
@@ -379,11 +403,11 @@ WITH me AS MATERIALIZED (
 ), lanes AS (
     SELECT q.id AS queue_id, q.slug, q.name, q.qa_rate, k.kind
       FROM queue_app_queue AS q
-     CROSS JOIN (VALUES ('check'), ('qa'), ('adjudication')) AS k (kind)
+     CROSS JOIN (VALUES ('check'), ('qa'), ('adjudication'), ('appeal')) AS k (kind)
      CROSS JOIN me
      WHERE me.human
-       AND ((k.kind <> 'adjudication' AND q.id = ANY(%(queue_ids)s::bigint[]))
-            OR (k.kind = 'adjudication' AND me.can_overturn))
+       AND ((k.kind IN ('check', 'qa') AND q.id = ANY(%(queue_ids)s::bigint[]))
+            OR (k.kind IN ('adjudication', 'appeal') AND me.can_overturn))
 )
 SELECT l.queue_id, l.slug, l.name, l.kind,
        count(t.id) AS open,
@@ -402,7 +426,7 @@ SELECT l.queue_id, l.slug, l.name, l.kind,
     + """
         AND (p.item_id IS NULL OR NOT queue_app_lane_barred(t, %(owner_id)s))
  GROUP BY l.queue_id, l.slug, l.name, l.qa_rate, l.kind
- ORDER BY l.name, array_position(ARRAY['check', 'qa', 'adjudication'], l.kind)
+ ORDER BY l.name, array_position(ARRAY['check', 'qa', 'adjudication', 'appeal'], l.kind)
 """
 )
 

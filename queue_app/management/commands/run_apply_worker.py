@@ -25,7 +25,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.db.backends.signals import connection_created
 
-from queue_app import chain, chain_checkpoints, delivery, effects, services
+from queue_app import appeal_delivery, chain, chain_checkpoints, delivery, effects, services
 from queue_app.apply import BATCH_SIZE_RANGE, RetryPolicy, apply_batch
 from queue_app.errors import EffectError, InvalidBounds
 from reviewconsole import gc_tuning
@@ -270,7 +270,15 @@ class ApplyWorker:
         # Statements built by the batch go out next: their notices, then the database's batch.
         notices = delivery.deliver_notices(batch_size=self.batch_size, policy=self.policy)
         submitted = 0 if self.shutdown else delivery.submit_statements(policy=self.policy)
-        return applied + notices + submitted
+        # Appeal outcomes last: a reversal's waits for its overturn's statement notice above.
+        outcomes = (
+            0
+            if self.shutdown
+            else appeal_delivery.deliver_appeal_notices(
+                batch_size=self.batch_size, policy=self.policy
+            )
+        )
+        return applied + notices + submitted + outcomes
 
     def _sweep_if_due(self) -> None:
         if not self.escalate_every or time.monotonic() < self.next_sweep:
