@@ -78,8 +78,14 @@ AS $function$
       OR EXISTS (SELECT 1 FROM queue_app_decision AS x
                   WHERE x.item_id = t.item_id
                     AND queue_app_principal(x.reviewer_id) = (SELECT p FROM me)
-                    AND NOT (x.supersedes_id = t.decision_id AND x.created_at >= t.created_at
-                             AND x.reviewer_id = $2 AND t.lease_owner_id = $2))
+                    -- coalesce: a review decision's supersedes_id, and an unleased task's
+                    -- holder, are NULL, and NOT NULL would excuse everyone.
+                    AND NOT coalesce(x.supersedes_id = t.decision_id
+                                     AND x.reviewer_id = $2 AND t.lease_owner_id = $2
+                                     AND NOT EXISTS (
+                                         SELECT 1 FROM queue_app_decisionstatus AS s
+                                          WHERE s.decision_id = x.id
+                                            AND s.status = 'returned'), false))
       OR EXISTS (SELECT 1 FROM queue_app_lanetask AS o
                   WHERE o.item_id = t.item_id AND o.id <> t.id
                     AND o.lease_owner_id IS NOT NULL

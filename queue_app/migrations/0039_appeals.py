@@ -59,8 +59,9 @@ CREATE TRIGGER appealnotice_no_truncate BEFORE TRUNCATE ON queue_app_appealnotic
 -- (their principal: an API client counts as the person who created it), anyone the hand-off
 -- excludes from the item, and every API client's service user (Article 20: decided by a
 -- person). The one part excused is the overturn the appeal's own decider writes when they
--- reverse: an overturn of the task's decision by the lease holder, made after the appeal
--- arrived (it exists only inside the transaction that finishes the task, or after).
+-- reverse: the lease holder's overturn of the task's decision, unless a checker returned it
+-- (a returned attempt is a part). Any other overturn of the decision by the holder would
+-- have replaced it, so the appeal could then only be closed.
 CREATE FUNCTION queue_app_appeal_barred(t queue_app_lanetask, user_id bigint)
 RETURNS boolean LANGUAGE sql STABLE AS $$
   WITH me AS (SELECT queue_app_principal(user_id) AS p)
@@ -69,8 +70,14 @@ RETURNS boolean LANGUAGE sql STABLE AS $$
       OR EXISTS (SELECT 1 FROM queue_app_decision AS x
                   WHERE x.item_id = t.item_id
                     AND queue_app_principal(x.reviewer_id) = (SELECT p FROM me)
-                    AND NOT (x.supersedes_id = t.decision_id AND x.created_at >= t.created_at
-                             AND x.reviewer_id = $2 AND t.lease_owner_id = $2))
+                    -- coalesce: a review decision's supersedes_id, and an unleased task's
+                    -- holder, are NULL, and NOT NULL would excuse everyone.
+                    AND NOT coalesce(x.supersedes_id = t.decision_id
+                                     AND x.reviewer_id = $2 AND t.lease_owner_id = $2
+                                     AND NOT EXISTS (
+                                         SELECT 1 FROM queue_app_decisionstatus AS s
+                                          WHERE s.decision_id = x.id
+                                            AND s.status = 'returned'), false))
       OR EXISTS (SELECT 1 FROM queue_app_lanetask AS o
                   WHERE o.item_id = t.item_id AND o.id <> t.id
                     AND o.lease_owner_id IS NOT NULL
