@@ -15,12 +15,14 @@ LANE_EVENT_KINDS = {
     ItemEventKind.CHECK_RETURNED,
     ItemEventKind.QA_REVIEWED,
     ItemEventKind.ADJUDICATED,
+    ItemEventKind.APPEAL_DECIDED,
 }
 
 _OPENED: dict[str, str] = {
     LaneKind.CHECK: "Decision #{d} waiting for a checker (no effect until confirmed)",
     LaneKind.QA: "Decision #{d} drawn for a blind QA review",
     LaneKind.ADJUDICATION: "QA disagreed with decision #{d}: waiting for adjudication",
+    LaneKind.APPEAL: "Decision #{d} appealed by the affected person: waiting for a decision",
 }
 
 

@@ -44,13 +44,14 @@ def _item_shown_to(request: HttpRequest, item_id: int) -> ReviewItem:
     try:
         return _item_for(request, item_id)
     except Refusal:
-        # An adjudicator may hold no review access to the queue: the adjudication page shows
-        # the item's evidence to anyone who may adjudicate, and so may its files.
-        may_adjudicate = LaneKind.ADJUDICATION in user_lane_kinds(user=request.user)
-        if not (
-            may_adjudicate
-            and LaneTask.objects.filter(item_id=item_id, kind=LaneKind.ADJUDICATION).exists()
-        ):
+        # An adjudicator (or appeal decider) may hold no review access to the queue: those
+        # pages show the item's evidence to anyone who may work the lane, and so may its files.
+        kinds = [
+            kind
+            for kind in (LaneKind.ADJUDICATION, LaneKind.APPEAL)
+            if kind in user_lane_kinds(user=request.user)
+        ]
+        if not (kinds and LaneTask.objects.filter(item_id=item_id, kind__in=kinds).exists()):
             raise
     item = ReviewItem.objects.select_related("queue").filter(pk=item_id).first()
     if item is None:

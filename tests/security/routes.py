@@ -60,6 +60,7 @@ POST_ROUTES = {
     "api:decide",
     "api:release",
     "api:hold",
+    "api:create_appeal",
     "item-attachment-reveal",
     "item-suggestion",
     "lane-next",
@@ -67,6 +68,7 @@ POST_ROUTES = {
     "lane-return",
     "lane-qa",
     "lane-adjudicate",
+    "lane-appeal",
     "lane-release",
     "lane-renew",
 }
@@ -140,6 +142,8 @@ def _path_for(route: Route, world: World) -> str:
         kwargs["slug"] = "kyc"
     if "decision_id" in resolver_kwargs:
         kwargs["decision_id"] = world.dead_job_decision.pk
+    if "appeal_id" in resolver_kwargs:  # none in the world: a client learns nothing of others'
+        kwargs["appeal_id"] = 999_999
     if "task_id" in resolver_kwargs:
         kwargs["task_id"] = world.lane_task.pk
     if "kind" in resolver_kwargs:
@@ -208,6 +212,12 @@ def _api_body(key: str, world: World) -> dict[str, Any]:
         }
     if key == "api:replace_evidence":
         return {"payload": {"amount": "2.00"}}
+    if key == "api:create_appeal":  # the affected person's complaint against bob's decision
+        return {
+            "reference": "matrix-appeal",
+            "decision": world.decision.pk,
+            "text": "Please look again.",
+        }
     raise AssertionError(f"no body for {key}")
 
 

@@ -115,6 +115,10 @@ EXPECTED: list[tuple[str, dict[str, str]]] = [
     ("api:decide", row("401", "401", "401", "401", "401", "201+write", "403")),
     ("api:release", row("401", "401", "401", "401", "401", "200+write", "403")),
     ("api:hold", row("401", "401", "401", "401", "401", "200+write", "403")),
+    # Appeals: the platform's intake scope files one against a decision carried out in its
+    # queue; reading one needs the same scope (the world has none: 404 for the scoped client).
+    ("api:create_appeal", row("401", "401", "401", "401", "401", "201+write", "403")),
+    ("api:get_appeal", row("401", "401", "401", "401", "401", "404", "403")),
     ("api:api-root", row("404", "404", "404", "404", "404", "404", "404")),
     ("api/v1/^(?P<path>.*)$", row("404", "404", "404", "404", "404", "404", "404")),
     # -- operations -------------------------------------------------------------------------------
@@ -186,6 +190,9 @@ EXPECTED: list[tuple[str, dict[str, str]]] = [
     # adjudication form is refused first, "verified" being no overturn reason (400, the page).
     ("lane-qa", row(LOGIN, "404", "409", "404", "409")),
     ("lane-adjudicate", row(LOGIN, "404", "400", "404", "400")),
+    # The same for an appeal's decision: the form is refused first ("verified" is no overturn
+    # reason), and the task is a check, which no appeal form could finish.
+    ("lane-appeal", row(LOGIN, "404", "400", "404", "400")),
 ]
 
 
