@@ -36,7 +36,6 @@ from queue_app.models import (
     LaneOutcome,
     LaneResult,
     LaneTask,
-    Queue,
     StatementOfReasons,
     StatementPolicy,
     Verdict,
@@ -399,7 +398,3 @@ def decide_appeal(
 
 def appeal_of_task(*, task: LaneTask) -> Appeal | None:
     return Appeal.objects.filter(task_id=task.pk).select_related("statement").first()
-
-
-def queue_of_appeal(appeal: Appeal) -> Queue:
-    return Queue.objects.get(pk=appeal.queue_id)

@@ -123,12 +123,13 @@ def test_intake_to_reversed_appeal_each_step_once_across_a_killed_worker(
     expect(page.locator("#appeal-statement")).to_contain_text(statement.puid)
     expect(page.locator("#appeal-text")).to_contain_text("It was a warning.")
     expect(page.locator(".evidence")).to_contain_text("bank password")
-    page.keyboard.press("r")  # reverse
+    page.locator("label[for=outcome-reverse]").click()
+    expect(page.locator("#outcome-reverse")).to_be_checked()
     page.get_by_label("Corrected verdict").select_option("approve")
     page.get_by_label("Overturn reason").select_option("reviewer_error")
-    page.get_by_label("Reasons").fill(REASONS)
+    page.get_by_label("Reasons", exact=False).and_(page.locator("textarea")).fill(REASONS)
     page.get_by_role("button", name="Decide the appeal").click()
-    page.wait_for_url(re.compile(r".*/$"))
+    page.wait_for_url(f"{live_server.url}/")  # home: no other appeal waits for him
     outcome = LaneOutcome.objects.get(task_id=appeal.task_id)
     assert (outcome.result, outcome.actor_id, outcome.note) == ("overturned", dave.pk, REASONS)
     overturn = Decision.objects.get(pk=outcome.overturn_id)

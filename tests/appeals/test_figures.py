@@ -8,7 +8,6 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth.models import User
 
-from queue_app.models import StatementPolicy
 from queue_app.second_person import wilson_interval
 from queue_app.services import appeals, claim_lane_task
 from tests.appeals.conftest import file, restricted
@@ -39,10 +38,15 @@ def four_appeals(posts, alice, dave, forwarder):
     upheld, reversed_, _waiting = (
         file(client, restricted(posts, alice), reference=f"c-{i}") for i in range(3)
     )
-    StatementPolicy.objects.filter(queue=posts).update(appeal_decide_within=timedelta(0))
-    file(client, restricted(posts, alice), reference="c-late")  # due as it arrives: past it
     _decide(upheld, dave, reverse=False)
     _decide(reversed_, dave, reverse=True)
+    late = file(client, restricted(posts, alice), reference="c-late")
+    with triggers_off("queue_app_appeal") as cursor:  # it came two days ago, due yesterday
+        cursor.execute(
+            "UPDATE queue_app_appeal SET received_at = now() - interval '2 days', "
+            "due_at = now() - interval '1 day' WHERE id = %s",
+            [late.pk],
+        )
     with triggers_off("queue_app_laneoutcome") as cursor:
         for appeal, hours in ((upheld, 1), (reversed_, 3)):
             cursor.execute(
