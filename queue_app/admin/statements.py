@@ -8,7 +8,8 @@ that cause them, and nothing is saved.
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import timedelta
+from typing import Any, cast
 
 from django import forms
 from django.contrib import admin
@@ -122,9 +123,10 @@ class StatementPolicyForm(forms.ModelForm):
         for name, values in choices.items():
             if name in fields:
                 fields[name].choices = values
-        if "appeal_window_months" in fields:
-            # Left empty: the default (six months), so a form without it still saves.
-            fields["appeal_window_months"].required = False
+        for name in ("appeal_window_months", "appeal_decide_within"):
+            if name in fields:
+                # Left empty: the default (six months; two weeks), so a form without it saves.
+                fields[name].required = False
 
     def clean_appeal_window_months(self) -> int:
         value = self.cleaned_data.get("appeal_window_months")
@@ -132,6 +134,16 @@ class StatementPolicyForm(forms.ModelForm):
             default = StatementPolicy._meta.get_field("appeal_window_months").get_default()
             return int(default)
         return int(value)
+
+    def clean_appeal_decide_within(self) -> timedelta:
+        value = self.cleaned_data.get("appeal_decide_within")
+        if value is None:
+            return cast(
+                timedelta, StatementPolicy._meta.get_field("appeal_decide_within").get_default()
+            )
+        if value <= timedelta(0):
+            raise forms.ValidationError("An appeal needs some time to be decided in.")
+        return cast(timedelta, value)
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -273,7 +285,13 @@ class StatementPolicyAdmin(HeldPermissionAdmin):
         ("Statement identity", {"fields": ("puid_template",)}),
         (
             "Redress, as the affected person's notice says",
-            {"fields": ("appeal_window_months", "out_of_court_settlement")},
+            {
+                "fields": (
+                    "appeal_window_months",
+                    "appeal_decide_within",
+                    "out_of_court_settlement",
+                )
+            },
         ),
     )
 

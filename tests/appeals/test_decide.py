@@ -137,3 +137,37 @@ def test_a_dead_notice_is_counted_and_the_outcome_stays(appeal, dave, platform):
 
     [figures] = read_appeal_figures()
     assert figures.notices_dead == 1
+
+
+def test_a_reversal_the_check_policy_covers_waits_for_its_checker(
+    appeal, dave, carol, platform, notifying_posts
+):
+    """Four eyes as for any overturn: the queue checks approvals, so the reversal waits for a
+    second person, and the person hears of it only once it took effect."""
+    from queue_app.models import CheckPolicy
+    from queue_app.services import confirm_check
+
+    CheckPolicy.objects.create(queue=notifying_posts, verdict="approve")
+    task = claimed(appeal, dave)
+    outcome = appeals.decide_appeal(
+        task_id=task.pk,
+        user=dave,
+        lease_token=task.lease_token,
+        reverse=True,
+        corrected_verdict="approve",
+        reason_code="reviewer_error",
+        reasons="A warning, not a scam.",
+    )
+    while apply_batch():
+        pass
+    assert not StatementOfReasons.objects.filter(decision_id=outcome.overturn_id).exists()
+    assert appeal_delivery.deliver_appeal_notices() == 0
+    check = claim_lane_task(queue=notifying_posts, kind="check", user=carol)
+    assert check.decision_id == outcome.overturn_id
+    confirm_check(task_id=check.pk, user=carol, lease_token=check.lease_token)
+    while apply_batch():
+        pass
+    assert delivery.deliver_notices() == 1
+    assert appeal_delivery.deliver_appeal_notices() == 1
+    [sent] = outcome_notices(platform)
+    assert sent["outcome"] == "reversed"
