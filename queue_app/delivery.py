@@ -229,11 +229,13 @@ def tdb_configured() -> bool:
     return bool(settings.REVIEW_TDB_URL)
 
 
-def submit_statements(*, policy: RetryPolicy | None = None) -> int:
+def submit_statements(*, policy: RetryPolicy | None = None, check_locally: bool = True) -> int:
     """Submit up to 100 due statements in one call; return how many were attempted.
 
     The claim holds the rows until the answers are recorded, so two workers never send one
-    statement; a lost 201 leaves them due, and the retry learns from existing_puids.
+    statement; a lost 201 leaves them due, and the retry learns from existing_puids. Without
+    `check_locally` every statement goes to the database and its own 422 says what it refuses
+    (the tests use it; the worker checks first, and sends nothing the contract refuses).
     """
     if not tdb_configured():
         return 0
@@ -249,6 +251,7 @@ def submit_statements(*, policy: RetryPolicy | None = None) -> int:
             token_env=settings.REVIEW_TDB_TOKEN_ENV,
             attempt=attempt,
             timeout=TDB_TIMEOUT,
+            check_locally=check_locally,
         )
         for job in jobs:
             puid = job.statement.puid
