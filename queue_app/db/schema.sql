@@ -66,6 +66,30 @@ AS $function$
                 END;
             $function$;
 
+-- function queue_app_appeal_barred
+CREATE OR REPLACE FUNCTION public.queue_app_appeal_barred(t queue_app_lanetask, user_id bigint)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+AS $function$
+  WITH me AS (SELECT queue_app_principal(user_id) AS p)
+  SELECT EXISTS (SELECT 1 FROM queue_app_apiclient AS c WHERE c.user_id = $2)
+      OR (SELECT p FROM me) IN (t.maker_principal_id, coalesce(t.checker_principal_id, -1))
+      OR EXISTS (SELECT 1 FROM queue_app_decision AS x
+                  WHERE x.item_id = t.item_id
+                    AND queue_app_principal(x.reviewer_id) = (SELECT p FROM me)
+                    AND NOT (x.supersedes_id = t.decision_id AND x.created_at >= t.created_at
+                             AND x.reviewer_id = $2 AND t.lease_owner_id = $2))
+      OR EXISTS (SELECT 1 FROM queue_app_lanetask AS o
+                  WHERE o.item_id = t.item_id AND o.id <> t.id
+                    AND o.lease_owner_id IS NOT NULL
+                    AND queue_app_principal(o.lease_owner_id) = (SELECT p FROM me))
+      OR EXISTS (SELECT 1 FROM queue_app_reviewitem AS i
+                  WHERE i.id = t.item_id
+                    AND ($2 = ANY(i.excluded_reviewer_ids)
+                         OR (SELECT p FROM me) = ANY(i.excluded_reviewer_ids)))
+$function$;
+
 -- function queue_app_chain_roles
 CREATE OR REPLACE FUNCTION public.queue_app_chain_roles(p_decision bigint, p_principal bigint)
  RETURNS text[]
@@ -266,9 +290,10 @@ CREATE OR REPLACE FUNCTION public.queue_app_lane_barred(t queue_app_lanetask, us
  LANGUAGE sql
  STABLE
 AS $function$
-  SELECT queue_app_principal(user_id) IN (t.maker_principal_id,
-                                          coalesce(t.second_principal_id, -1),
-                                          coalesce(t.checker_principal_id, -1))
+  SELECT CASE WHEN t.kind = 'appeal' THEN queue_app_appeal_barred(t, user_id) ELSE (
+    queue_app_principal(user_id) IN (t.maker_principal_id,
+                                     coalesce(t.second_principal_id, -1),
+                                     coalesce(t.checker_principal_id, -1))
       OR EXISTS (SELECT 1
                    FROM unnest(queue_app_chain_roles(t.decision_id,
                                                      queue_app_principal(user_id))) AS r (role)
@@ -276,7 +301,7 @@ AS $function$
                     AND NOT (t.kind = 'adjudication' AND r.role = 'overturner')
                     AND NOT (r.role = 'maker' AND NOT EXISTS (
                           SELECT 1 FROM queue_app_decision AS d
-                           WHERE d.id = t.decision_id AND d.verdict = 'overturn')))
+                           WHERE d.id = t.decision_id AND d.verdict = 'overturn')))) END
 $function$;
 
 -- function queue_app_laneoutcome_leaf
@@ -970,6 +995,111 @@ AS $function$
                 END;
             $function$;
 
+-- === queue_app_appeal ===============================================================================
+-- constraint appeal_due_after_receipt
+ALTER TABLE queue_app_appeal ADD CONSTRAINT appeal_due_after_receipt
+    CHECK ((due_at >= received_at));
+
+-- constraint appeal_has_text
+ALTER TABLE queue_app_appeal ADD CONSTRAINT appeal_has_text
+    CHECK ((NOT (text = ''::text)));
+
+-- constraint appeal_reference_once
+ALTER TABLE queue_app_appeal ADD CONSTRAINT appeal_reference_once
+    UNIQUE (client_id, reference);
+
+-- constraint appeal_sha256_hex
+ALTER TABLE queue_app_appeal ADD CONSTRAINT appeal_sha256_hex
+    CHECK (((request_sha256)::text ~ '^[0-9a-f]{64}$'::text));
+
+-- constraint appeal_within_window
+ALTER TABLE queue_app_appeal ADD CONSTRAINT appeal_within_window
+    CHECK ((received_at <= window_ends_at));
+
+-- constraint queue_app_appeal_client_id_cecf3d3a_fk_queue_app_apiclient_id
+ALTER TABLE queue_app_appeal ADD CONSTRAINT queue_app_appeal_client_id_cecf3d3a_fk_queue_app_apiclient_id
+    FOREIGN KEY (client_id) REFERENCES queue_app_apiclient(id) DEFERRABLE INITIALLY DEFERRED;
+
+-- constraint queue_app_appeal_decision_id_7f8f535a_fk_queue_app_decision_id
+ALTER TABLE queue_app_appeal ADD CONSTRAINT queue_app_appeal_decision_id_7f8f535a_fk_queue_app_decision_id
+    FOREIGN KEY (decision_id) REFERENCES queue_app_decision(id) DEFERRABLE INITIALLY DEFERRED;
+
+-- constraint queue_app_appeal_item_id_57066e91_fk_queue_app_reviewitem_id
+ALTER TABLE queue_app_appeal ADD CONSTRAINT queue_app_appeal_item_id_57066e91_fk_queue_app_reviewitem_id
+    FOREIGN KEY (item_id) REFERENCES queue_app_reviewitem(id) DEFERRABLE INITIALLY DEFERRED;
+
+-- constraint queue_app_appeal_queue_id_131944d9_fk_queue_app_queue_id
+ALTER TABLE queue_app_appeal ADD CONSTRAINT queue_app_appeal_queue_id_131944d9_fk_queue_app_queue_id
+    FOREIGN KEY (queue_id) REFERENCES queue_app_queue(id) DEFERRABLE INITIALLY DEFERRED;
+
+-- constraint queue_app_appeal_statement_id_b464019a_fk_queue_app
+ALTER TABLE queue_app_appeal ADD CONSTRAINT queue_app_appeal_statement_id_b464019a_fk_queue_app
+    FOREIGN KEY (statement_id) REFERENCES queue_app_statementofreasons(id) DEFERRABLE INITIALLY DEFERRED;
+
+-- constraint queue_app_appeal_task_id_433e3776_fk_queue_app_lanetask_id
+ALTER TABLE queue_app_appeal ADD CONSTRAINT queue_app_appeal_task_id_433e3776_fk_queue_app_lanetask_id
+    FOREIGN KEY (task_id) REFERENCES queue_app_lanetask(id) DEFERRABLE INITIALLY DEFERRED;
+
+-- constraint queue_app_appeal_task_id_key
+ALTER TABLE queue_app_appeal ADD CONSTRAINT queue_app_appeal_task_id_key
+    UNIQUE (task_id);
+
+-- trigger appeal_append_only
+CREATE TRIGGER appeal_append_only BEFORE DELETE OR UPDATE ON public.queue_app_appeal FOR EACH ROW EXECUTE FUNCTION queue_app_refuse_rewrite();
+
+-- trigger appeal_matches_task
+CREATE TRIGGER appeal_matches_task BEFORE INSERT ON public.queue_app_appeal FOR EACH ROW EXECUTE FUNCTION queue_app_appeal_before_insert();
+
+-- trigger appeal_no_truncate
+CREATE TRIGGER appeal_no_truncate BEFORE TRUNCATE ON public.queue_app_appeal FOR EACH STATEMENT EXECUTE FUNCTION queue_app_refuse_rewrite();
+
+-- function queue_app_appeal_before_insert
+CREATE OR REPLACE FUNCTION public.queue_app_appeal_before_insert()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM queue_app_lanetask AS t
+                  WHERE t.id = NEW.task_id AND t.kind = 'appeal'
+                    AND t.decision_id = NEW.decision_id AND t.item_id = NEW.item_id
+                    AND t.queue_id = NEW.queue_id) THEN
+    RAISE EXCEPTION 'appeal: task % is not the appeal task of decision %',
+                    NEW.task_id, NEW.decision_id
+      USING ERRCODE = 'foreign_key_violation';
+  END IF;
+  IF NEW.statement_id IS NOT NULL AND NOT EXISTS (
+       SELECT 1 FROM queue_app_statementofreasons AS s
+        WHERE s.id = NEW.statement_id AND s.decision_id = NEW.decision_id) THEN
+    RAISE EXCEPTION 'appeal: statement % is not the statement of decision %',
+                    NEW.statement_id, NEW.decision_id
+      USING ERRCODE = 'foreign_key_violation';
+  END IF;
+  RETURN NEW;
+END;
+$function$;
+
+-- === queue_app_appealnotice =========================================================================
+-- constraint queue_app_appealnoti_appeal_id_0c0a521d_fk_queue_app
+ALTER TABLE queue_app_appealnotice ADD CONSTRAINT queue_app_appealnoti_appeal_id_0c0a521d_fk_queue_app
+    FOREIGN KEY (appeal_id) REFERENCES queue_app_appeal(id) DEFERRABLE INITIALLY DEFERRED;
+
+-- constraint queue_app_appealnotice_appeal_id_key
+ALTER TABLE queue_app_appealnotice ADD CONSTRAINT queue_app_appealnotice_appeal_id_key
+    UNIQUE (appeal_id);
+
+-- constraint queue_app_appealnotice_attempts_check
+ALTER TABLE queue_app_appealnotice ADD CONSTRAINT queue_app_appealnotice_attempts_check
+    CHECK ((attempts >= 0));
+
+-- index appealnotice_due
+CREATE INDEX appealnotice_due ON public.queue_app_appealnotice USING btree (next_attempt_at) WHERE ((NOT dead) AND (done_at IS NULL));
+
+-- trigger appealnotice_no_delete
+CREATE TRIGGER appealnotice_no_delete BEFORE DELETE ON public.queue_app_appealnotice FOR EACH ROW EXECUTE FUNCTION queue_app_refuse_rewrite();
+
+-- trigger appealnotice_no_truncate
+CREATE TRIGGER appealnotice_no_truncate BEFORE TRUNCATE ON public.queue_app_appealnotice FOR EACH STATEMENT EXECUTE FUNCTION queue_app_refuse_rewrite();
+
 -- === queue_app_applieddecision ======================================================================
 -- constraint applieddecision_status_valid
 ALTER TABLE queue_app_applieddecision ADD CONSTRAINT applieddecision_status_valid
@@ -1526,6 +1656,11 @@ BEGIN
   IF open_adjudication THEN
     roles := array_remove(roles, 'adjudication');  -- the holder, settling it
   END IF;
+  IF EXISTS (SELECT 1 FROM queue_app_lanetask AS t
+              WHERE t.decision_id = NEW.supersedes_id AND t.kind = 'appeal'
+                AND t.state = 'open' AND t.lease_owner_id = NEW.reviewer_id) THEN
+    roles := array_remove(roles, 'appeal');  -- the appeal's holder, reversing it
+  END IF;
   roles := array_remove(array_remove(roles, 'maker'), 'overturner');  -- four eyes says so
   IF cardinality(roles) > 0 THEN
     RAISE EXCEPTION 'separation: user % may not overturn decision %: they took part in its '
@@ -1798,6 +1933,10 @@ CREATE TRIGGER itemevent_append_only BEFORE DELETE OR UPDATE ON public.queue_app
 CREATE TRIGGER itemevent_no_truncate BEFORE TRUNCATE ON public.queue_app_itemevent FOR EACH STATEMENT EXECUTE FUNCTION queue_app_refuse_rewrite();
 
 -- === queue_app_laneoutcome ==========================================================================
+-- constraint laneoutcome_appeal_has_reasons
+ALTER TABLE queue_app_laneoutcome ADD CONSTRAINT laneoutcome_appeal_has_reasons
+    CHECK (((NOT ((kind)::text = 'appeal'::text)) OR (NOT (note = ''::text))));
+
 -- constraint laneoutcome_fenced_by_lease
 ALTER TABLE queue_app_laneoutcome ADD CONSTRAINT laneoutcome_fenced_by_lease
     FOREIGN KEY (task_id, actor_id, lease_token) REFERENCES queue_app_lanetask(id, lease_owner_id, lease_token);
@@ -1812,7 +1951,7 @@ ALTER TABLE queue_app_laneoutcome ADD CONSTRAINT laneoutcome_qa_has_verdict
 
 -- constraint laneoutcome_result_fits_kind
 ALTER TABLE queue_app_laneoutcome ADD CONSTRAINT laneoutcome_result_fits_kind
-    CHECK (((((kind)::text = 'check'::text) AND ((result)::text = ANY ((ARRAY['confirmed'::character varying, 'returned'::character varying])::text[]))) OR (((kind)::text = 'qa'::text) AND ((result)::text = 'reviewed'::text)) OR (((kind)::text = 'adjudication'::text) AND ((result)::text = ANY ((ARRAY['upheld'::character varying, 'overturned'::character varying, 'closed'::character varying])::text[])))));
+    CHECK (((((kind)::text = 'check'::text) AND ((result)::text = ANY ((ARRAY['confirmed'::character varying, 'returned'::character varying])::text[]))) OR (((kind)::text = 'qa'::text) AND ((result)::text = 'reviewed'::text)) OR (((kind)::text = 'adjudication'::text) AND ((result)::text = ANY ((ARRAY['upheld'::character varying, 'overturned'::character varying, 'closed'::character varying])::text[]))) OR (((kind)::text = 'appeal'::text) AND ((result)::text = ANY ((ARRAY['upheld'::character varying, 'overturned'::character varying, 'closed'::character varying])::text[])))));
 
 -- constraint laneoutcome_return_has_note
 ALTER TABLE queue_app_laneoutcome ADD CONSTRAINT laneoutcome_return_has_note
@@ -1863,7 +2002,7 @@ DECLARE
   replaced boolean;
 BEGIN
   SELECT * INTO t FROM queue_app_lanetask WHERE id = NEW.task_id;
-  IF t.kind IS DISTINCT FROM 'adjudication' THEN
+  IF t.kind IS NULL OR t.kind NOT IN ('adjudication', 'appeal') THEN
     RETURN NEW;
   END IF;
   PERFORM 1 FROM queue_app_reviewitem WHERE id = t.item_id FOR KEY SHARE;
@@ -1877,13 +2016,13 @@ BEGIN
          AND os.status NOT IN ('awaiting_check', 'returned')
          AND o.id IS DISTINCT FROM NEW.overturn_id);
   IF NEW.result = 'closed' AND NOT replaced THEN
-    RAISE EXCEPTION 'adjudication: decision % still stands; uphold or overturn it',
+    RAISE EXCEPTION '%: decision % still stands; uphold or overturn it', t.kind,
                     t.decision_id
       USING ERRCODE = 'check_violation';
   END IF;
   IF NEW.result IN ('upheld', 'overturned') AND replaced THEN
-    RAISE EXCEPTION 'adjudication: decision % no longer stands; the adjudication is closed',
-                    t.decision_id
+    RAISE EXCEPTION '%: decision % no longer stands; the % is closed', t.kind,
+                    t.decision_id, t.kind
       USING ERRCODE = 'check_violation';
   END IF;
   RETURN NEW;
@@ -1986,7 +2125,7 @@ ALTER TABLE queue_app_lanetask ADD CONSTRAINT lanetask_id_owner_token
 
 -- constraint lanetask_kind_valid
 ALTER TABLE queue_app_lanetask ADD CONSTRAINT lanetask_kind_valid
-    CHECK (((kind)::text = ANY ((ARRAY['check'::character varying, 'qa'::character varying, 'adjudication'::character varying])::text[])));
+    CHECK (((kind)::text = ANY ((ARRAY['check'::character varying, 'qa'::character varying, 'adjudication'::character varying, 'appeal'::character varying])::text[])));
 
 -- constraint lanetask_lease_columns_together
 ALTER TABLE queue_app_lanetask ADD CONSTRAINT lanetask_lease_columns_together
@@ -3129,7 +3268,7 @@ ALTER TABLE queue_app_statementpolicy ADD CONSTRAINT queue_app_statementpolicy_q
     UNIQUE (queue_id);
 
 -- trigger pgtrigger_changed_update_d090b
-CREATE TRIGGER pgtrigger_changed_update_d090b AFTER UPDATE ON public.queue_app_statementpolicy FOR EACH ROW WHEN ((((old.account_type)::text IS DISTINCT FROM (new.account_type)::text) OR (old.appeal_window_months IS DISTINCT FROM new.appeal_window_months) OR ((old.content_date_key)::text IS DISTINCT FROM (new.content_date_key)::text) OR ((old.content_language)::text IS DISTINCT FROM (new.content_language)::text) OR (old.content_type IS DISTINCT FROM new.content_type) OR ((old.content_type_other)::text IS DISTINCT FROM (new.content_type_other)::text) OR ((old.decision_account)::text IS DISTINCT FROM (new.decision_account)::text) OR ((old.decision_monetary)::text IS DISTINCT FROM (new.decision_monetary)::text) OR ((old.decision_monetary_other)::text IS DISTINCT FROM (new.decision_monetary_other)::text) OR ((old.decision_provision)::text IS DISTINCT FROM (new.decision_provision)::text) OR (old.decision_visibility IS DISTINCT FROM new.decision_visibility) OR ((old.decision_visibility_other)::text IS DISTINCT FROM (new.decision_visibility_other)::text) OR (old.out_of_court_settlement IS DISTINCT FROM new.out_of_court_settlement) OR ((old.puid_template)::text IS DISTINCT FROM (new.puid_template)::text) OR (old.queue_id IS DISTINCT FROM new.queue_id) OR ((old.restricting_verdict)::text IS DISTINCT FROM (new.restricting_verdict)::text) OR (old.restriction_duration IS DISTINCT FROM new.restriction_duration) OR (old.restricts IS DISTINCT FROM new.restricts) OR ((old.source_identity)::text IS DISTINCT FROM (new.source_identity)::text) OR ((old.source_type)::text IS DISTINCT FROM (new.source_type)::text) OR (old.territorial_scope IS DISTINCT FROM new.territorial_scope))) EXECUTE FUNCTION pgtrigger_changed_update_d090b();
+CREATE TRIGGER pgtrigger_changed_update_d090b AFTER UPDATE ON public.queue_app_statementpolicy FOR EACH ROW WHEN ((((old.account_type)::text IS DISTINCT FROM (new.account_type)::text) OR (old.appeal_decide_within IS DISTINCT FROM new.appeal_decide_within) OR (old.appeal_window_months IS DISTINCT FROM new.appeal_window_months) OR ((old.content_date_key)::text IS DISTINCT FROM (new.content_date_key)::text) OR ((old.content_language)::text IS DISTINCT FROM (new.content_language)::text) OR (old.content_type IS DISTINCT FROM new.content_type) OR ((old.content_type_other)::text IS DISTINCT FROM (new.content_type_other)::text) OR ((old.decision_account)::text IS DISTINCT FROM (new.decision_account)::text) OR ((old.decision_monetary)::text IS DISTINCT FROM (new.decision_monetary)::text) OR ((old.decision_monetary_other)::text IS DISTINCT FROM (new.decision_monetary_other)::text) OR ((old.decision_provision)::text IS DISTINCT FROM (new.decision_provision)::text) OR (old.decision_visibility IS DISTINCT FROM new.decision_visibility) OR ((old.decision_visibility_other)::text IS DISTINCT FROM (new.decision_visibility_other)::text) OR (old.out_of_court_settlement IS DISTINCT FROM new.out_of_court_settlement) OR ((old.puid_template)::text IS DISTINCT FROM (new.puid_template)::text) OR (old.queue_id IS DISTINCT FROM new.queue_id) OR ((old.restricting_verdict)::text IS DISTINCT FROM (new.restricting_verdict)::text) OR (old.restriction_duration IS DISTINCT FROM new.restriction_duration) OR (old.restricts IS DISTINCT FROM new.restricts) OR ((old.source_identity)::text IS DISTINCT FROM (new.source_identity)::text) OR ((old.source_type)::text IS DISTINCT FROM (new.source_type)::text) OR (old.territorial_scope IS DISTINCT FROM new.territorial_scope))) EXECUTE FUNCTION pgtrigger_changed_update_d090b();
 
 -- trigger pgtrigger_created_insert_2b0eb
 CREATE TRIGGER pgtrigger_created_insert_2b0eb AFTER INSERT ON public.queue_app_statementpolicy FOR EACH ROW EXECUTE FUNCTION pgtrigger_created_insert_2b0eb();
@@ -3151,7 +3290,7 @@ AS $function$
                             RETURN NEW;
                         END IF;
                     END IF;
-                    INSERT INTO "queue_app_statementpolicyevent" ("account_type", "appeal_window_months", "content_date_key", "content_language", "content_type", "content_type_other", "decision_account", "decision_monetary", "decision_monetary_other", "decision_provision", "decision_visibility", "decision_visibility_other", "out_of_court_settlement", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "puid_template", "queue_id", "restricting_verdict", "restriction_duration", "restricts", "source_identity", "source_type", "territorial_scope") VALUES (NEW."account_type", NEW."appeal_window_months", NEW."content_date_key", NEW."content_language", NEW."content_type", NEW."content_type_other", NEW."decision_account", NEW."decision_monetary", NEW."decision_monetary_other", NEW."decision_provision", NEW."decision_visibility", NEW."decision_visibility_other", NEW."out_of_court_settlement", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'changed', NEW."id", NEW."puid_template", NEW."queue_id", NEW."restricting_verdict", NEW."restriction_duration", NEW."restricts", NEW."source_identity", NEW."source_type", NEW."territorial_scope"); RETURN NULL;
+                    INSERT INTO "queue_app_statementpolicyevent" ("account_type", "appeal_decide_within", "appeal_window_months", "content_date_key", "content_language", "content_type", "content_type_other", "decision_account", "decision_monetary", "decision_monetary_other", "decision_provision", "decision_visibility", "decision_visibility_other", "out_of_court_settlement", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "puid_template", "queue_id", "restricting_verdict", "restriction_duration", "restricts", "source_identity", "source_type", "territorial_scope") VALUES (NEW."account_type", NEW."appeal_decide_within", NEW."appeal_window_months", NEW."content_date_key", NEW."content_language", NEW."content_type", NEW."content_type_other", NEW."decision_account", NEW."decision_monetary", NEW."decision_monetary_other", NEW."decision_provision", NEW."decision_visibility", NEW."decision_visibility_other", NEW."out_of_court_settlement", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'changed', NEW."id", NEW."puid_template", NEW."queue_id", NEW."restricting_verdict", NEW."restriction_duration", NEW."restricts", NEW."source_identity", NEW."source_type", NEW."territorial_scope"); RETURN NULL;
                 END;
             $function$;
 
@@ -3169,7 +3308,7 @@ AS $function$
                             RETURN NEW;
                         END IF;
                     END IF;
-                    INSERT INTO "queue_app_statementpolicyevent" ("account_type", "appeal_window_months", "content_date_key", "content_language", "content_type", "content_type_other", "decision_account", "decision_monetary", "decision_monetary_other", "decision_provision", "decision_visibility", "decision_visibility_other", "out_of_court_settlement", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "puid_template", "queue_id", "restricting_verdict", "restriction_duration", "restricts", "source_identity", "source_type", "territorial_scope") VALUES (NEW."account_type", NEW."appeal_window_months", NEW."content_date_key", NEW."content_language", NEW."content_type", NEW."content_type_other", NEW."decision_account", NEW."decision_monetary", NEW."decision_monetary_other", NEW."decision_provision", NEW."decision_visibility", NEW."decision_visibility_other", NEW."out_of_court_settlement", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'created', NEW."id", NEW."puid_template", NEW."queue_id", NEW."restricting_verdict", NEW."restriction_duration", NEW."restricts", NEW."source_identity", NEW."source_type", NEW."territorial_scope"); RETURN NULL;
+                    INSERT INTO "queue_app_statementpolicyevent" ("account_type", "appeal_decide_within", "appeal_window_months", "content_date_key", "content_language", "content_type", "content_type_other", "decision_account", "decision_monetary", "decision_monetary_other", "decision_provision", "decision_visibility", "decision_visibility_other", "out_of_court_settlement", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "puid_template", "queue_id", "restricting_verdict", "restriction_duration", "restricts", "source_identity", "source_type", "territorial_scope") VALUES (NEW."account_type", NEW."appeal_decide_within", NEW."appeal_window_months", NEW."content_date_key", NEW."content_language", NEW."content_type", NEW."content_type_other", NEW."decision_account", NEW."decision_monetary", NEW."decision_monetary_other", NEW."decision_provision", NEW."decision_visibility", NEW."decision_visibility_other", NEW."out_of_court_settlement", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'created', NEW."id", NEW."puid_template", NEW."queue_id", NEW."restricting_verdict", NEW."restriction_duration", NEW."restricts", NEW."source_identity", NEW."source_type", NEW."territorial_scope"); RETURN NULL;
                 END;
             $function$;
 
@@ -3187,7 +3326,7 @@ AS $function$
                             RETURN NEW;
                         END IF;
                     END IF;
-                    INSERT INTO "queue_app_statementpolicyevent" ("account_type", "appeal_window_months", "content_date_key", "content_language", "content_type", "content_type_other", "decision_account", "decision_monetary", "decision_monetary_other", "decision_provision", "decision_visibility", "decision_visibility_other", "out_of_court_settlement", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "puid_template", "queue_id", "restricting_verdict", "restriction_duration", "restricts", "source_identity", "source_type", "territorial_scope") VALUES (OLD."account_type", OLD."appeal_window_months", OLD."content_date_key", OLD."content_language", OLD."content_type", OLD."content_type_other", OLD."decision_account", OLD."decision_monetary", OLD."decision_monetary_other", OLD."decision_provision", OLD."decision_visibility", OLD."decision_visibility_other", OLD."out_of_court_settlement", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'deleted', OLD."id", OLD."puid_template", OLD."queue_id", OLD."restricting_verdict", OLD."restriction_duration", OLD."restricts", OLD."source_identity", OLD."source_type", OLD."territorial_scope"); RETURN NULL;
+                    INSERT INTO "queue_app_statementpolicyevent" ("account_type", "appeal_decide_within", "appeal_window_months", "content_date_key", "content_language", "content_type", "content_type_other", "decision_account", "decision_monetary", "decision_monetary_other", "decision_provision", "decision_visibility", "decision_visibility_other", "out_of_court_settlement", "pgh_context", "pgh_context_id", "pgh_created_at", "pgh_label", "pgh_obj_id", "puid_template", "queue_id", "restricting_verdict", "restriction_duration", "restricts", "source_identity", "source_type", "territorial_scope") VALUES (OLD."account_type", OLD."appeal_decide_within", OLD."appeal_window_months", OLD."content_date_key", OLD."content_language", OLD."content_type", OLD."content_type_other", OLD."decision_account", OLD."decision_monetary", OLD."decision_monetary_other", OLD."decision_provision", OLD."decision_visibility", OLD."decision_visibility_other", OLD."out_of_court_settlement", COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_metadata', TRUE), ''), NULL)::JSONB, COALESCE(NULLIF(CURRENT_SETTING('pghistory.context_id', TRUE), ''), NULL)::UUID, NOW(), 'deleted', OLD."id", OLD."puid_template", OLD."queue_id", OLD."restricting_verdict", OLD."restriction_duration", OLD."restricts", OLD."source_identity", OLD."source_type", OLD."territorial_scope"); RETURN NULL;
                 END;
             $function$;
 

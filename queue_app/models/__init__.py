@@ -9,6 +9,9 @@ from __future__ import annotations
 # The tracked tables' history (append-only, recorded by triggers).
 from queue_app.models import access_history
 
+# Appeals (DSA Article 20): complaints against decisions, and their outcome notices.
+from queue_app.models.appeals import Appeal, AppealNotice
+
 # Second-person controls: maker-checker policies, lane tasks and their outcomes.
 from queue_app.models.lane_tasks import (
     CHECK_POLICY_VERDICTS,
@@ -82,6 +85,8 @@ __all__ = [
     "REVIEW_VERDICTS",
     "ApiClient",
     "ApiScope",
+    "Appeal",
+    "AppealNotice",
     "AppliedDecision",
     "AppliedStatus",
     "AutomationSwitch",

@@ -268,6 +268,7 @@ STATEMENT_POLICY_FIELDS = [
     "puid_template",
     "content_date_key",
     "appeal_window_months",
+    "appeal_decide_within",
     "out_of_court_settlement",
 ]
 StatementPolicyEvent = _event_model(
@@ -275,6 +276,7 @@ StatementPolicyEvent = _event_model(
     "StatementPolicyEvent",
     _row_events(STATEMENT_POLICY_FIELDS),
     STATEMENT_POLICY_FIELDS,
+    attrs={"appeal_decide_within": models.DurationField(null=True, help_text=_NOT_YET_TRACKED)},
 )
 #: A reason code's ground, category and explanation in its statements.
 REASON_MAPPING_FIELDS = [

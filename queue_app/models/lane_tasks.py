@@ -28,6 +28,8 @@ class LaneKind(models.TextChoices):
     CHECK = "check", "Check"
     QA = "qa", "QA"
     ADJUDICATION = "adjudication", "Adjudication"
+    # The affected person's complaint against a decision (DSA Article 20): models/appeals.py.
+    APPEAL = "appeal", "Appeal"
 
 
 class LaneState(models.TextChoices):
@@ -51,6 +53,9 @@ RESULTS_BY_KIND = {
     LaneKind.CHECK: (LaneResult.CONFIRMED, LaneResult.RETURNED),
     LaneKind.QA: (LaneResult.REVIEWED,),
     LaneKind.ADJUDICATION: (LaneResult.UPHELD, LaneResult.OVERTURNED, LaneResult.CLOSED),
+    # An appeal upheld (the decision stands), reversed (an overturn names the corrected
+    # verdict), or closed because an overturn replaced its decision while it waited.
+    LaneKind.APPEAL: (LaneResult.UPHELD, LaneResult.OVERTURNED, LaneResult.CLOSED),
 }
 
 CHECK_POLICY_VERDICTS = [("approve", "Approve"), ("reject", "Reject"), ("escalate", "Escalate")]
@@ -282,8 +287,14 @@ class LaneOutcome(models.Model):
             models.CheckConstraint(
                 condition=Q(kind="check", result__in=["confirmed", "returned"])
                 | Q(kind="qa", result="reviewed")
-                | Q(kind="adjudication", result__in=["upheld", "overturned", "closed"]),
+                | Q(kind="adjudication", result__in=["upheld", "overturned", "closed"])
+                | Q(kind="appeal", result__in=["upheld", "overturned", "closed"]),
                 name="laneoutcome_result_fits_kind",
+            ),
+            # An appeal's outcome gives its reasons: the affected person's notice quotes them.
+            models.CheckConstraint(
+                condition=~Q(kind="appeal") | ~Q(note=""),
+                name="laneoutcome_appeal_has_reasons",
             ),
             # A return says why: the maker reads it before deciding again.
             models.CheckConstraint(

@@ -909,6 +909,9 @@ class ItemEventKind(models.TextChoices):
     # Machine suggestions: a reviewer asked to see one; the machine decided at intake.
     SUGGESTION_REVEALED = "suggestion_revealed", "Suggestion revealed"
     AUTO_DECIDED = "auto_decided", "Decided automatically"
+    # Appeals (models/appeals.py): a complaint arrived; a person decided it.
+    APPEAL_RECEIVED = "appeal_received", "Appeal received"
+    APPEAL_DECIDED = "appeal_decided", "Appeal decided"
 
 
 class ItemEvent(models.Model):

@@ -16,6 +16,7 @@ the decision log's Merkle batches like decisions and second-person outcomes (que
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 from django.contrib.postgres.fields import ArrayField
@@ -90,6 +91,13 @@ class StatementPolicy(models.Model):
         help_text=(
             "How long after a statement the affected person may appeal it (at least six months "
             "under the DSA's Article 20)."
+        ),
+    )
+    appeal_decide_within = models.DurationField(
+        default=timedelta(days=14),
+        help_text=(
+            "How long after an appeal arrives it should be decided (its deadline in the "
+            "appeals lane)."
         ),
     )
     out_of_court_settlement = models.TextField(
