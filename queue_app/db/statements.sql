@@ -2245,3 +2245,26 @@ SELECT q.slug, q.name AS queue_name,
  WHERE d.created_at >= %(start)s AND d.created_at < %(end)s
  GROUP BY GROUPING SETS ((q.slug, q.name), ())
  ORDER BY q.slug NULLS LAST;
+
+-- name: TRANSPARENCY_APPEALS
+-- Appeals of a period per queue and in all: received, decided, reversed, pending, median time.
+SELECT q.slug, q.name AS queue_name,
+       count(*) FILTER (WHERE a.received_at >= %(start)s) AS received,
+       count(*) FILTER (WHERE o.created_at < %(end)s AND o.result IN ('upheld', 'overturned'))
+           AS decided,
+       count(*) FILTER (WHERE o.created_at < %(end)s AND o.result = 'upheld') AS upheld,
+       count(*) FILTER (WHERE o.created_at < %(end)s AND o.result = 'overturned') AS reversed,
+       count(*) FILTER (WHERE o.created_at < %(end)s AND o.result = 'closed') AS closed,
+       count(*) FILTER (WHERE o.created_at IS NULL OR o.created_at >= %(end)s) AS pending,
+       count(*) FILTER (WHERE (o.created_at IS NULL OR o.created_at >= %(end)s)
+                          AND a.due_at < least(%(end)s, now())) AS pending_past_deadline,
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM o.created_at - a.received_at))
+           FILTER (WHERE o.created_at < %(end)s AND o.result IN ('upheld', 'overturned'))
+           AS median_decide_seconds
+  FROM queue_app_appeal AS a
+  JOIN queue_app_queue AS q ON q.id = a.queue_id
+  LEFT JOIN queue_app_laneoutcome AS o ON o.task_id = a.task_id
+ WHERE a.received_at < %(end)s
+   AND (o.created_at IS NULL OR o.created_at >= %(start)s)
+ GROUP BY GROUPING SETS ((q.slug, q.name), ())
+ ORDER BY q.slug NULLS LAST;

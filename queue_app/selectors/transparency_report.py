@@ -5,7 +5,9 @@ reasons and the decisions of the queues whose decisions restrict someone: restri
 category and by ground (illegal content, or incompatible with the terms), by kind of restriction
 (visibility, monetary, provision of service, account), the automated share of detection and of
 the decision, the statements built, sent and failing, and the median time from intake to
-decision. A few statements whatever the number of queues (db/statements/transparency.py), each
+decision; the appeals received, decided (upheld or reversed) and pending, the reversed share
+with its Wilson interval, and the median time from an appeal's receipt to its decision. A few
+statements whatever the number of queues (db/statements/transparency.py), each
 per queue and over all queues; here only validation of the period and formatting.
 
 The period is two calendar dates, both included, in the deployment's TIME_ZONE: from the start
@@ -25,6 +27,7 @@ from django.utils import timezone
 from queue_app.db.runner import fetch_dicts
 from queue_app.db.statements import transparency as transparency_sql
 from queue_app.exports import neutralise_formula
+from queue_app.second_person import Rate
 from reviewconsole.routers import read_alias
 
 # The key of the figures over every queue at once (never a queue's slug: slugs are [-a-z0-9]).
@@ -89,6 +92,24 @@ def default_period() -> Period:
 
 
 @dataclass
+class AppealFigures:
+    """Appeals as the period saw them (db/statements/transparency.py, TRANSPARENCY_APPEALS)."""
+
+    received: int = 0
+    decided: int = 0  # upheld or reversed
+    upheld: int = 0
+    reversed: int = 0
+    closed: int = 0  # an overturn replaced the decision while the appeal waited
+    pending: int = 0  # at the period's end
+    pending_past_deadline: int = 0
+    median_decide_seconds: float | None = None
+
+    @property
+    def reversed_share(self) -> Rate:
+        return Rate(self.reversed, self.decided)
+
+
+@dataclass
 class QueueReport:
     """The figures of one queue, or of every queue (slug ALL_QUEUES)."""
 
@@ -113,6 +134,7 @@ class QueueReport:
     overturns: int = 0
     median_decision_seconds: float | None = None
     median_restriction_seconds: float | None = None
+    appeals: AppealFigures = field(default_factory=AppealFigures)
 
     @property
     def failing(self) -> int:
@@ -132,7 +154,7 @@ class TransparencyReport:
 
 
 def read_transparency_report(period: Period) -> TransparencyReport:
-    """Every figure of the period, per queue and over all queues: 3 statements."""
+    """Every figure of the period, per queue and over all queues: 4 statements."""
     using = read_alias()
     params = {"start": period.start, "end": period.end}
     reports: dict[str | None, QueueReport] = {None: QueueReport(ALL_QUEUES, "All queues")}
@@ -172,6 +194,19 @@ def read_transparency_report(period: Period) -> TransparencyReport:
         report.overturns = row["overturns"]
         report.median_decision_seconds = _seconds(row["median_decision_seconds"])
         report.median_restriction_seconds = _seconds(row["median_restriction_seconds"])
+    for row in fetch_dicts(transparency_sql.TRANSPARENCY_APPEALS, params, using=using):
+        if row["slug"] is not None and row["slug"] not in reports:
+            reports[row["slug"]] = QueueReport(row["slug"], row["queue_name"])
+        reports[row["slug"]].appeals = AppealFigures(
+            received=row["received"],
+            decided=row["decided"],
+            upheld=row["upheld"],
+            reversed=row["reversed"],
+            closed=row["closed"],
+            pending=row["pending"],
+            pending_past_deadline=row["pending_past_deadline"],
+            median_decide_seconds=_seconds(row["median_decide_seconds"]),
+        )
     everything = reports.pop(None)
     return TransparencyReport(
         period=period,
@@ -230,6 +265,20 @@ def export_rows(report: TransparencyReport) -> list[dict[str, Any]]:
             q.median_restriction_seconds,
             group="restricting",
         )
+        a = q.appeals
+        put(q.slug, "appeals_received", a.received)
+        put(q.slug, "appeals_decided", a.decided)
+        put(q.slug, "appeals_decided", a.upheld, group="upheld")
+        put(q.slug, "appeals_decided", a.reversed, group="reversed")
+        put(q.slug, "appeals_closed", a.closed)
+        put(q.slug, "appeals_pending", a.pending)
+        put(q.slug, "appeals_pending", a.pending_past_deadline, group="past_deadline")
+        share = a.reversed_share
+        put(q.slug, "appeals_reversed_share", share.value)
+        interval = share.interval
+        put(q.slug, "appeals_reversed_share", interval[0] if interval else None, group="low")
+        put(q.slug, "appeals_reversed_share", interval[1] if interval else None, group="high")
+        put(q.slug, "median_seconds_appeal_to_decision", a.median_decide_seconds)
     return out
 
 
@@ -295,6 +344,25 @@ def _queue_json(q: QueueReport) -> dict[str, Any]:
             "median_seconds_intake_to_decision": q.median_decision_seconds,
             "median_seconds_intake_to_restriction": q.median_restriction_seconds,
         },
+        "appeals": _appeals_json(q.appeals),
+    }
+
+
+def _appeals_json(a: AppealFigures) -> dict[str, Any]:
+    share = a.reversed_share
+    interval = share.interval
+    return {
+        "received": a.received,
+        "decided": a.decided,
+        "upheld": a.upheld,
+        "reversed": a.reversed,
+        "closed": a.closed,
+        "pending": a.pending,
+        "pending_past_deadline": a.pending_past_deadline,
+        "reversed_share": share.value,
+        "reversed_share_low": interval[0] if interval else None,
+        "reversed_share_high": interval[1] if interval else None,
+        "median_seconds_received_to_decided": a.median_decide_seconds,
     }
 
 

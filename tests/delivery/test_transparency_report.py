@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import uuid
 from datetime import datetime, time, timedelta
 from typing import Any
 
@@ -22,8 +23,11 @@ from queue_app import delivery
 from queue_app.api.auth import issue_api_client
 from queue_app.apply import RetryPolicy, apply_batch
 from queue_app.models import (
+    Appeal,
     Decision,
     DeliveryChannel,
+    LaneOutcome,
+    LaneTask,
     Queue,
     ReasonCode,
     ReviewItem,
@@ -144,6 +148,7 @@ def history(notifying_posts, platform, standin, alice, supervisor, reviewers_gro
     while delivery.deliver_notices():
         pass
     assert delivery.submit_statements() == 4  # d1, d2, d3, e1
+    d["robot"] = robot
     return d
 
 
@@ -331,3 +336,145 @@ def test_the_command_writes_the_report_and_refuses_a_bad_period(history, tmp_pat
     with pytest.raises(CommandError, match="must be a date as YYYY-MM-DD"):
         call_command("export_transparency", "--from", "yesterday", "--to", today)
     assert Queue.objects.filter(slug="shop").exists()
+
+
+# -- appeals --------------------------------------------------------------------------------------
+
+
+def _appeal(
+    history: dict[str, Any],
+    name: str,
+    *,
+    received: float,
+    decided: float | None = None,
+    result: str = "upheld",
+    due: float | None = None,
+    decider: User | None = None,
+) -> Appeal:
+    """An appeal against history[name], received `received` hours ago, decided (by `decider`)
+    `decided` hours ago or still pending, due `due` hours from now (negative: past; by default
+    14 days after receipt), written as
+    rows: the appeals service is not part of this branch; what is counted is the rows."""
+    decision: Decision = history[name]
+    now = timezone.now()
+    due_at = now + (timedelta(hours=due) if due is not None else timedelta(days=14))
+    task = LaneTask.objects.create(
+        kind="appeal",
+        queue_id=decision.queue_id,
+        item_id=decision.item_id,
+        decision=decision,
+        maker_id=decision.reviewer_id,
+        due_at=due_at,
+    )
+    appeal = Appeal.objects.create(
+        queue_id=decision.queue_id,
+        item_id=decision.item_id,
+        decision=decision,
+        statement=StatementOfReasons.objects.filter(decision=decision).first(),
+        client=history["robot"],
+        reference=f"complaint-{name}",
+        request_sha256="0" * 64,
+        text="I think this was wrong.",
+        received_at=now - timedelta(hours=received),
+        due_at=due_at,
+        window_ends_at=now + timedelta(days=180),
+        task=task,
+    )
+    if decided is None:
+        return appeal
+    assert decider is not None
+    token = uuid.uuid4()
+    at = now - timedelta(hours=decided)
+    with triggers_off("queue_app_lanetask", "queue_app_laneoutcome") as cursor:
+        LaneTask.objects.filter(pk=task.pk).update(
+            lease_owner=decider,
+            lease_token=token,
+            lease_expires=now + timedelta(minutes=5),
+            state="done",
+            done_at=at,
+        )
+        LaneOutcome.objects.create(
+            task=task,
+            kind="appeal",
+            result=result,
+            actor=decider,
+            lease_token=token,
+            note="Reviewed the complaint against the evidence.",
+            overturn=history["overturn"] if result == "overturned" else None,
+        )
+        cursor.execute(
+            "UPDATE queue_app_laneoutcome SET created_at = %s WHERE task_id = %s", [at, task.pk]
+        )
+    return appeal
+
+
+@pytest.fixture
+def appeals(history, bob):
+    """posts: a1 upheld in 4h, a2 reversed in 2h, a3 waiting past its deadline, a4 received
+    three days ago and upheld an hour ago (71h), a5 received and upheld before the period;
+    shop: a6 closed, a7 waiting within its deadline. The period: yesterday and today."""
+    _appeal(history, "d1", received=10, decided=6, decider=bob)
+    _appeal(history, "d2", received=20, decided=18, result="overturned", decider=bob)
+    _appeal(history, "d4", received=3, due=-1)
+    _appeal(history, "d3", received=72, decided=1, decider=bob)
+    _appeal(history, "d6", received=100, decided=80, decider=bob)
+    _appeal(history, "e1", received=5, decided=4, result="closed", decider=bob)
+    _appeal(history, "e2", received=2, due=10)
+    return history
+
+
+def test_the_appeals_match_the_history_counted_by_hand(appeals):
+    today = timezone.localdate()
+    period = parse_period((today - timedelta(days=1)).isoformat(), today.isoformat())
+    report = read_transparency_report(period)
+    posts, shop = report.queues
+    a = posts.appeals
+    assert (a.received, a.decided, a.upheld, a.reversed, a.closed) == (3, 3, 2, 1, 0)
+    assert (a.pending, a.pending_past_deadline) == (1, 1)
+    assert a.median_decide_seconds == pytest.approx(4 * HOUR)  # 2, 4 and 71 hours
+    assert a.reversed_share.value == pytest.approx(1 / 3)
+    low, high = a.reversed_share.interval
+    assert 0 < low < 1 / 3 < high < 1
+
+    b = shop.appeals
+    assert (b.received, b.decided, b.closed, b.pending, b.pending_past_deadline) == (2, 0, 1, 1, 0)
+    assert b.median_decide_seconds is None and b.reversed_share.value is None
+
+    every = report.all.appeals
+    assert (every.received, every.decided, every.upheld, every.reversed, every.closed) == (
+        5,
+        3,
+        2,
+        1,
+        1,
+    )
+    assert (every.pending, every.pending_past_deadline) == (2, 1)
+    assert every.median_decide_seconds == pytest.approx(4 * HOUR)
+
+    # Before the period began: a5 (received 100h, upheld 80h ago) is counted only when the
+    # period reaches back to it.
+    week = parse_period((today - timedelta(days=6)).isoformat(), today.isoformat())
+    wider = read_transparency_report(week).queues[0].appeals
+    assert (wider.received, wider.decided, wider.upheld) == (5, 4, 3)
+
+
+def test_the_ops_files_carry_the_appeals(appeals, client):
+    _operator(client)
+    today = timezone.localdate()
+    query = {"from": (today - timedelta(days=1)).isoformat(), "to": today.isoformat()}
+    document = json.loads(client.get("/ops/transparency.json", query).content)
+    posts = document["queues"][0]["appeals"]
+    assert {k: posts[k] for k in ("received", "decided", "reversed", "pending")} == {
+        "received": 3,
+        "decided": 3,
+        "reversed": 1,
+        "pending": 1,
+    }
+    assert posts["median_seconds_received_to_decided"] == pytest.approx(4 * HOUR)
+    rows = list(
+        csv.DictReader(io.StringIO(client.get("/ops/transparency.csv", query).content.decode()))
+    )
+    cells = {(r["queue"], r["figure"], r["group"]): r["value"] for r in rows}
+    assert cells[("*", "appeals_received", "")] == "5"
+    assert cells[("*", "appeals_pending", "past_deadline")] == "1"
+    assert cells[("posts", "appeals_reversed_share", "")] == "0.3333"

@@ -3,13 +3,15 @@
 The counts the DSA's transparency reports ask for (Articles 15 and 24), for a period: the
 restrictions decided (statements of reasons built), by category and ground, by kind of
 restriction, how much of it was automated, whether the statements reached the affected person
-and the Transparency Database, and how long a decision took from intake. Each statement answers
+and the Transparency Database, how long a decision took from intake, and the appeals received,
+decided and reversed with the median time to decide them. Each statement answers
 for every queue at once and for all of them together (GROUPING SETS: the row whose slug is NULL),
 so the report costs the same few statements whatever the number of queues; a median over all
 queues is a median of the rows, never of the queues' medians.
 
 The period is half-open, `%(start)s <= created_at < %(end)s`, by the statement's created_at
-(restrictions, deliveries) or the decision's (handling times). All read-only: nothing here takes a
+(restrictions, deliveries), the decision's (handling times), or the appeal's receipt and its
+outcome's created_at (appeals). All read-only: nothing here takes a
 row lock or can block a reviewer or the apply worker.
 """
 
@@ -27,6 +29,10 @@ PURPOSE = {
     "TRANSPARENCY_HANDLING": (
         "Decisions of a period in queues with a statement policy: counts and median intake "
         "to decision."
+    ),
+    "TRANSPARENCY_APPEALS": (
+        "Appeals of a period per queue and in all: received, decided, reversed, pending, "
+        "median time."
     ),
 }
 
@@ -127,6 +133,36 @@ SELECT q.slug, q.name AS queue_name,
   JOIN queue_app_queue AS q ON q.id = d.queue_id
   LEFT JOIN queue_app_statementofreasons AS st ON st.decision_id = d.id AND st.kind = 'restriction'
  WHERE d.created_at >= %(start)s AND d.created_at < %(end)s
+ GROUP BY GROUPING SETS ((q.slug, q.name), ())
+ ORDER BY q.slug NULLS LAST
+"""
+
+# Appeals (models/appeals.py) as the period saw them: received in it (received_at), decided in
+# it (their task's outcome's created_at: upheld, or overturned, a reversal; closed when an
+# overturn replaced the decision while the appeal waited, which decides nothing), and pending at
+# its end (received before the end, no outcome before it), of those past their deadline then (or
+# now, for a period that has not ended).
+# The median runs from receipt to an upheld or overturned outcome within the period. Only the
+# appeals that can count are read: received before the end and not decided before the start.
+TRANSPARENCY_APPEALS = """
+SELECT q.slug, q.name AS queue_name,
+       count(*) FILTER (WHERE a.received_at >= %(start)s) AS received,
+       count(*) FILTER (WHERE o.created_at < %(end)s AND o.result IN ('upheld', 'overturned'))
+           AS decided,
+       count(*) FILTER (WHERE o.created_at < %(end)s AND o.result = 'upheld') AS upheld,
+       count(*) FILTER (WHERE o.created_at < %(end)s AND o.result = 'overturned') AS reversed,
+       count(*) FILTER (WHERE o.created_at < %(end)s AND o.result = 'closed') AS closed,
+       count(*) FILTER (WHERE o.created_at IS NULL OR o.created_at >= %(end)s) AS pending,
+       count(*) FILTER (WHERE (o.created_at IS NULL OR o.created_at >= %(end)s)
+                          AND a.due_at < least(%(end)s, now())) AS pending_past_deadline,
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM o.created_at - a.received_at))
+           FILTER (WHERE o.created_at < %(end)s AND o.result IN ('upheld', 'overturned'))
+           AS median_decide_seconds
+  FROM queue_app_appeal AS a
+  JOIN queue_app_queue AS q ON q.id = a.queue_id
+  LEFT JOIN queue_app_laneoutcome AS o ON o.task_id = a.task_id
+ WHERE a.received_at < %(end)s
+   AND (o.created_at IS NULL OR o.created_at >= %(start)s)
  GROUP BY GROUPING SETS ((q.slug, q.name), ())
  ORDER BY q.slug NULLS LAST
 """
