@@ -15,6 +15,7 @@ Seeded once: a queue with any decision keeps its history.
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import threading
@@ -255,15 +256,28 @@ def seed_moderation(escalation: Queue) -> tuple[Queue, int, int]:
                 queue_id=queue.pk,
             )
             made += 1
-    # Carried out as the apply worker does: effects, then the statements of the rejections.
-    while apply_batch():
-        pass
-    stored = _deliver(queue)
+    # Carried out as the apply worker does: effects, then the statements of the rejections (the
+    # demo's other decisions too, which the worker would apply at start), without a log line
+    # per decision between the seed's lines.
+    with _quiet():
+        while apply_batch():
+            pass
+        stored = _deliver(queue)
     # -- HOOK: an appeal waiting in the appeals lane (DSA Article 20). ---------------------------
     # The appeals work (branch h-appeals) exports seed_waiting_appeal(queue); the lead wires it
     # here at merge, after the statements exist, so the appeal answers a delivered statement:
     #     seed_waiting_appeal(queue)
     return queue, made, stored
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """Leave out INFO and below from every logger for the block (warnings still show)."""
+    logging.disable(logging.INFO)
+    try:
+        yield
+    finally:
+        logging.disable(logging.NOTSET)
 
 
 @contextmanager

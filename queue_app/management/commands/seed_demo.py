@@ -426,7 +426,7 @@ class Command(BaseCommand):
         self.stdout.write(
             f"Seeded demo data: {made} new items, {attached} new attachments, "
             f"{decided} new decisions by {DEMO_MAKER} for the Checks and QA lanes, "
-            f"{screened} in the transaction-screening history "
+            f"{screened} in the transaction-screening history, "
             f"{moderated} in content moderation with {submitted} statement(s) of reasons "
             "submitted to a stand-in Transparency Database "
             f"({sealed} sealed into the decision log)."
