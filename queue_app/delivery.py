@@ -26,6 +26,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 from django.template.loader import render_to_string
 from django.utils import timezone, translation
+from django.utils.translation import gettext, gettext_noop
 
 from queue_app import effects
 from queue_app.apply import ERROR_MAX_LENGTH, RetryPolicy
@@ -59,6 +60,34 @@ GROUND_FIELDS = (
     "incompatible_content_illegal",
     "decision_ground_reference_url",
 )
+
+
+# The words contract_label gives a notice's restrictions and automation, marked for the
+# translation catalogue (locale/<language>/LC_MESSAGES/django.po) and translated as the notice is
+# rendered; a value outside them stays in English.
+NOTICE_WORDS = (
+    gettext_noop("Content removed"),
+    gettext_noop("Content disabled"),
+    gettext_noop("Content demoted"),
+    gettext_noop("Content age restricted"),
+    gettext_noop("Content interaction restricted"),
+    gettext_noop("Content labelled"),
+    gettext_noop("Other"),
+    gettext_noop("Suspension"),
+    gettext_noop("Termination"),
+    gettext_noop("Partial suspension"),
+    gettext_noop("Total suspension"),
+    gettext_noop("Partial termination"),
+    gettext_noop("Total termination"),
+    gettext_noop("Suspended"),
+    gettext_noop("Terminated"),
+    gettext_noop("Fully"),
+    gettext_noop("Partially"),
+    gettext_noop("Not automated"),
+    gettext_noop("Yes"),
+    gettext_noop("No"),
+)
+
 
 
 def appeal_until(statement: StatementOfReasons) -> date:
@@ -104,28 +133,35 @@ def notice(statement: StatementOfReasons) -> dict[str, Any]:
     values = [
         v for value in restriction.values() for v in (value if isinstance(value, list) else [value])
     ]
-    context = {
-        "kind": statement.kind,
-        "puid": statement.puid,
-        "replaces_puid": message["replaces_puid"],
-        "subject": item.subject,
-        "restrictions": [contract_label(value) for value in values],
-        "territorial_scope": message["territorial_scope"],
-        "start_date": message["start_date"],
-        "end_date": min(end_dates.values()) if end_dates else "",
-        "ground": ground.get("illegal_content_legal_ground")
-        or ground.get("incompatible_content_ground", ""),
-        "reference_url": ground.get("decision_ground_reference_url", ""),
-        "facts": message["facts"],
-        "automated_detection": contract_label(str(message["automated_detection"])),
-        "automated_decision": contract_label(str(message["automated_decision"])),
-        "appeal_until": until.isoformat(),
-        "out_of_court": policy.out_of_court_settlement,
-        "language": translation.get_language() or settings.LANGUAGE_CODE,
-    }
-    message["language"] = context["language"]
-    message["text"] = render_to_string("notices/statement.txt", context, using="django").strip()
-    message["html"] = render_to_string("notices/statement.html", context, using="django").strip()
+    # The deployment's notice language (REVIEW_NOTICE_LANGUAGE), else the worker's active one.
+    language = (
+        settings.REVIEW_NOTICE_LANGUAGE or translation.get_language() or settings.LANGUAGE_CODE
+    )
+    with translation.override(language):
+        context = {
+            "kind": statement.kind,
+            "puid": statement.puid,
+            "replaces_puid": message["replaces_puid"],
+            "subject": item.subject,
+            "restrictions": [gettext(contract_label(value)) for value in values],
+            "territorial_scope": message["territorial_scope"],
+            "start_date": message["start_date"],
+            "end_date": min(end_dates.values()) if end_dates else "",
+            "ground": ground.get("illegal_content_legal_ground")
+            or ground.get("incompatible_content_ground", ""),
+            "reference_url": ground.get("decision_ground_reference_url", ""),
+            "facts": message["facts"],
+            "automated_detection": gettext(contract_label(str(message["automated_detection"]))),
+            "automated_decision": gettext(contract_label(str(message["automated_decision"]))),
+            "appeal_until": until.isoformat(),
+            "out_of_court": policy.out_of_court_settlement,
+            "language": language,
+        }
+        message["language"] = language
+        message["text"] = render_to_string("notices/statement.txt", context, using="django").strip()
+        message["html"] = render_to_string(
+            "notices/statement.html", context, using="django"
+        ).strip()
     return message
 
 
@@ -220,11 +256,13 @@ def tdb_configured() -> bool:
     return bool(settings.REVIEW_TDB_URL)
 
 
-def submit_statements(*, policy: RetryPolicy | None = None) -> int:
+def submit_statements(*, policy: RetryPolicy | None = None, check_locally: bool = True) -> int:
     """Submit up to 100 due statements in one call; return how many were attempted.
 
     The claim holds the rows until the answers are recorded, so two workers never send one
-    statement; a lost 201 leaves them due, and the retry learns from existing_puids.
+    statement; a lost 201 leaves them due, and the retry learns from existing_puids. Without
+    `check_locally` every statement goes to the database and its own 422 says what it refuses
+    (the tests use it; the worker checks first, and sends nothing the contract refuses).
     """
     if not tdb_configured():
         return 0
@@ -240,6 +278,7 @@ def submit_statements(*, policy: RetryPolicy | None = None) -> int:
             token_env=settings.REVIEW_TDB_TOKEN_ENV,
             attempt=attempt,
             timeout=TDB_TIMEOUT,
+            check_locally=check_locally,
         )
         for job in jobs:
             puid = job.statement.puid

@@ -231,6 +231,11 @@ LANGUAGE_CODE = "en-us"
 # Pages show times in this zone, named ("CET"); the database and exports stay in UTC.
 TIME_ZONE = env.str("TIME_ZONE", default="UTC")
 USE_I18N = True
+# The translation catalogues of what the console writes to people outside it (the statement
+# notices, templates/notices/): locale/<language>/LC_MESSAGES/django.po, compiled to django.mo
+# beside it (both committed; `msgfmt -o django.mo django.po` after editing, see
+# docs/statements-of-reasons.md).
+LOCALE_PATHS = [BASE_DIR / "locale"]
 USE_TZ = True
 # Dates render as "2026-11-30 16:20:08 CET" everywhere (queue_app/datetimes.py): the locale's
 # "Nov. 30, 2026, 4:20 p.m." is replaced, in the viewer's TIME_ZONE, with the zone named.
@@ -348,6 +353,9 @@ UNAPPLIED_ALERT_MINUTES = env.int("UNAPPLIED_ALERT_MINUTES", default=5)
 # of a callable taking the Decision, e.g. REVIEW_EFFECTS="unblock=myapp.effects.unblock". Only
 # these are ever imported (queue_app/effects.py): a queue setting cannot name arbitrary code.
 REVIEW_EFFECTS = env.dict("REVIEW_EFFECTS", default={})
+# The language of the notices sent to restricted people (templates/notices/, translated through
+# LOCALE_PATHS: "de" has a catalogue); empty: the apply worker's active language, English.
+REVIEW_NOTICE_LANGUAGE = env("REVIEW_NOTICE_LANGUAGE", default="")
 # The Commission's Transparency Database (statements of reasons): its base URL, empty to submit
 # nothing, and the NAME of the environment variable holding the platform's token (never the
 # token itself, which is read when sending and never logged).

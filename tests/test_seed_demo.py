@@ -34,6 +34,7 @@ def test_it_seeds_queues_users_and_items_idempotently(monkeypatch, capsys):
         "reconciliation",
         "escalation",
         "transaction-screening",
+        "content-moderation",
     }
     assert ReviewItem.objects.filter(queue__slug="reconciliation").count() == 20
     recon = ReviewItem.objects.get(idempotency_key="demo-reconciliation-0")
@@ -166,3 +167,47 @@ def test_the_demo_gives_the_oversight_figures_something_to_say(monkeypatch, caps
     assert [r.reviewer for r in q.reviewers] == ["alice", "bob", "carol"]
     # alice, who asks to see the suggestion first, follows it more often than the team.
     assert q.reviewers[0].followed.value > q.team.value
+
+
+def test_the_demo_moderates_content_with_statements_sent(monkeypatch, capsys):
+    """content-moderation: three removals with valid statements, each notice delivered and each
+    statement stored by the stand-in database; an approval without one; two posts open. The
+    dashboard counts them sent; a rerun changes nothing."""
+    from django.test import Client
+
+    from queue_app.management.moderation_demo import SLUG
+    from queue_app.models import Decision, StatementDelivery, StatementOfReasons
+
+    monkeypatch.setenv("DEMO_PASSWORD", "demo-password-1")
+    call_command("seed_demo", items=5)
+    assert "3 statement(s) of reasons submitted" in capsys.readouterr().out
+    queue = Queue.objects.get(slug=SLUG)
+    statements = list(StatementOfReasons.objects.filter(decision__queue=queue))
+    assert len(statements) == 3
+    assert all(s.valid and s.kind == "restriction" for s in statements)
+    assert {s.statement["category"] for s in statements} == {
+        "STATEMENT_CATEGORY_SCAMS_AND_FRAUD",
+        "STATEMENT_CATEGORY_ILLEGAL_OR_HARMFUL_SPEECH",
+        "STATEMENT_CATEGORY_OTHER_VIOLATION_TC",
+    }
+    jobs = StatementDelivery.objects.filter(statement__in=statements)
+    assert jobs.count() == 6 and not jobs.filter(done_at__isnull=True).exists()
+    assert all(job.receipt.get("uuid") for job in jobs.filter(channel="tdb"))
+    assert Decision.objects.filter(queue=queue).count() == 4
+    assert ReviewItem.objects.filter(queue=queue, state="pending").count() == 2
+    # Nothing personal from the posts in what went to the database.
+    for statement in statements:
+        for value in ("@quickprofits_24", "@true_patriot_88", "@bestwatches_outlet"):
+            assert value not in statement.body
+    assert queue.webhook_url == ""  # the stand-in platform is gone: notices say so
+
+    client = Client()
+    client.force_login(User.objects.get(username="admin"))
+    page = client.get("/ops/").content.decode()
+    row = page.split('id="statement-figures"')[1].split(f'<tr data-queue="{SLUG}">')[1]
+    row = row.split("</tr>")[0]
+    assert 'data-figure="built">3<' in row and 'data-figure="sent">3<' in row
+
+    call_command("seed_demo", items=5)
+    assert StatementOfReasons.objects.filter(decision__queue=queue).count() == 3
+    assert Decision.objects.filter(queue=queue).count() == 4

@@ -128,7 +128,7 @@ def test_ops_dashboard_renders_with_demo_traffic(live_server, page):
 
     assert page.title().startswith("Operations")
     assert page.locator("#unapplied-alarm").is_visible()
-    assert page.locator("svg.chart").count() == 8  # two per queue, four demo queues
+    assert page.locator("svg.chart").count() == 10  # two per queue, five demo queues
     # The stylesheet applied: bars take their colour from ops.css, not from inline style.
     fill = page.locator("#queue-kyc svg.chart .bar rect").first.evaluate(
         "el => getComputedStyle(el).fill"

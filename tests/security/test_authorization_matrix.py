@@ -126,6 +126,9 @@ EXPECTED: list[tuple[str, dict[str, str]]] = [
     # The oversight figures as files: whoever may see /ops/.
     ("ops:oversight_csv", row(LOGIN, "403", "403", "200", "200")),
     ("ops:oversight_json", row(LOGIN, "403", "403", "200", "200")),
+    # The transparency report of a period as files: whoever may see /ops/.
+    ("ops:transparency_csv", row(LOGIN, "403", "403", "200", "200")),
+    ("ops:transparency_json", row(LOGIN, "403", "403", "200", "200")),
     # Retrying a dead effect job needs change_effectjob, as the admin's Retry action does.
     ("ops:retry_dead_job", row(LOGIN, "403", "403", "403", "302+write")),
     # The stop switches of automatic decisions: staff holding can_stop_automation (admin).

@@ -32,6 +32,7 @@ from queue_app.db.statements import (
     outbox,
     oversight,
     replication,
+    transparency,
 )
 
 MODULES: tuple[ModuleType, ...] = (
@@ -51,6 +52,7 @@ MODULES: tuple[ModuleType, ...] = (
     automation,
     replication,
     appeals,
+    transparency,
 )
 
 

@@ -18,6 +18,7 @@ from django.utils import timezone
 from queue_app import chain
 from queue_app.admin.permissions import admin_group_permissions
 from queue_app.evidence import item_evidence_hash
+from queue_app.management.moderation_demo import moderation_queue, seed_moderation
 from queue_app.management.screening_demo import screening_queue, seed_screening
 from queue_app.models import (
     CheckPolicy,
@@ -306,11 +307,14 @@ class Command(BaseCommand):
         )
         # Machine suggestions under oversight (queue_app/management/screening_demo.py).
         screening, _ = screening_queue(escalation)
+        # Statements of reasons (queue_app/management/moderation_demo.py).
+        moderation = moderation_queue(escalation)
         queues = {
             "kyc": kyc,
             "reconciliation": recon,
             "escalation": escalation,
             "transaction-screening": screening,
+            "content-moderation": moderation,
         }
         for slug, by_verdict in REASONS.items():
             for verdict, codes in by_verdict.items():
@@ -414,13 +418,17 @@ class Command(BaseCommand):
         decided = self._second_person_demo(recon, items)
         # After the users: the history names alice, bob and carol.
         _, screened = seed_screening(escalation)
+        # Decided posts with statements of reasons, delivered to stand-ins (in this process).
+        _, moderated, submitted = seed_moderation(escalation)
         # The demo's decisions are sealed with them, so the audit export shows each one's link
         # from the start; the apply worker (make run starts one) seals every later decision.
         sealed = chain.seal_all(wait=True)
         self.stdout.write(
             f"Seeded demo data: {made} new items, {attached} new attachments, "
             f"{decided} new decisions by {DEMO_MAKER} for the Checks and QA lanes, "
-            f"{screened} in the transaction-screening history "
+            f"{screened} in the transaction-screening history, "
+            f"{moderated} in content moderation with {submitted} statement(s) of reasons "
+            "submitted to a stand-in Transparency Database "
             f"({sealed} sealed into the decision log)."
         )
         if password:
