@@ -27,6 +27,11 @@ urlpatterns = [
         name="item-attachment",
     ),
     path(
+        "items/<int:item_id>/attachments/<str:sha256>/pages/<int:page>/",
+        attachment_views.attachment_page,
+        name="item-attachment-page",
+    ),
+    path(
         "items/<int:item_id>/attachments/<str:sha256>/reveal/",
         attachment_views.attachment_reveal,
         name="item-attachment-reveal",
