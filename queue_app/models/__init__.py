@@ -51,6 +51,7 @@ from queue_app.models.review import (
     SuggestionView,
     UnsealedDecision,
     UnsealedLaneOutcome,
+    VeilBlur,
     Verdict,
 )
 
@@ -72,6 +73,9 @@ from queue_app.models.story import (
     DecisionStory,
     ItemStory,
 )
+
+# Reviewer wellness: how each reviewer wants a sensitive queue's images shown.
+from queue_app.models.wellness import ReviewerPreferences
 from queue_app.rules import RuleTest
 
 __all__ = [
@@ -111,6 +115,7 @@ __all__ = [
     "ReasonMapping",
     "ReviewItem",
     "ReviewSession",
+    "ReviewerPreferences",
     "RuleTest",
     "SignOnLink",
     "StatementDelivery",
@@ -123,6 +128,7 @@ __all__ = [
     "UnsealedDecision",
     "UnsealedLaneOutcome",
     "UnsealedStatement",
+    "VeilBlur",
     "Verdict",
     "access_history",
 ]
