@@ -154,3 +154,28 @@ def test_the_open_viewer_passes_axe(page: Page, live_server, alice, upstream, qu
     page.keyboard.press("]")
     expect(page.locator("#viewer-position")).to_contain_text("statement.pdf")
     assert_accessible(page, "the document viewer on a PDF's pages")
+
+
+def test_the_viewer_fits_a_phone_and_keeps_close_in_reach(
+    page: Page, live_server, alice, upstream, queue
+):
+    (item,) = make_items(queue, 1)
+    put_file(upstream, item.pk, "statement.pdf", pdf_bytes(2), "application/pdf")
+    page.set_viewport_size({"width": 390, "height": 844})
+    browser_login(page, live_server, "alice")
+    page.goto(f"{live_server.url}/items/{item.pk}/")
+    page.get_by_role("button", name="View statement.pdf page by page").click()
+    viewer = page.locator("#attachment-viewer")
+    expect(viewer).to_be_visible()
+    page.wait_for_function("() => document.querySelector('#viewer-stage img').naturalWidth > 0")
+    # Fit: a page as wide as the stage, nothing sideways to scroll, every control on screen.
+    assert viewer.evaluate("el => el.scrollWidth <= el.clientWidth")
+    stage = page.locator("#viewer-stage")
+    assert stage.evaluate("el => el.scrollWidth <= el.clientWidth")
+    for name in ("Previous document", "Zoom in", "Rotate", "Close"):
+        box = viewer.get_by_role("button", name=name).bounding_box()
+        assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390, name
+        assert box["y"] >= 0 and box["y"] + box["height"] <= 844, name
+    page.keyboard.press("+")
+    page.keyboard.press("+")
+    assert stage.evaluate("el => el.scrollWidth > el.clientWidth")  # zoomed: it pans
