@@ -138,22 +138,24 @@ def test_my_preferences_are_saved_in_the_browser_and_applied_to_the_images(
     assert shown.evaluate("el => getComputedStyle(el).filter") == "blur(6px) grayscale(0)"
 
 
-def test_the_open_viewer_passes_axe(page: Page, live_server, alice, upstream, queue):
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_open_viewer_passes_axe(page: Page, live_server, alice, upstream, queue, scheme):
     queue.sensitive = True
     queue.save()
     make_items(queue, 1)
     item = claim_next(queue=queue, reviewer=alice)
     put_file(upstream, item.pk, "upload", image_bytes())
     put_file(upstream, item.pk, "statement.pdf", pdf_bytes(1), "application/pdf")
+    page.emulate_media(color_scheme=scheme)
     browser_login(page, live_server, "alice")
     page.goto(f"{live_server.url}/items/{item.pk}/")
-    assert_accessible(page, "the item page with a PDF's pages and a veiled image")
+    assert_accessible(page, f"the item page with a PDF's pages and a veiled image ({scheme})")
     page.get_by_role("button", name="View upload").click()
     expect(page.get_by_role("dialog", name="Document viewer")).to_be_visible()
-    assert_accessible(page, "the document viewer on a veiled image")
+    assert_accessible(page, f"the document viewer on a veiled image ({scheme})")
     page.keyboard.press("]")
     expect(page.locator("#viewer-position")).to_contain_text("statement.pdf")
-    assert_accessible(page, "the document viewer on a PDF's pages")
+    assert_accessible(page, f"the document viewer on a PDF's pages ({scheme})")
 
 
 def test_the_viewer_fits_a_phone_and_keeps_close_in_reach(
