@@ -8,6 +8,7 @@ from queue_app.console import (
     attachment_views,
     deadline_views,
     lane_views,
+    preference_views,
     suggestion_views,
     views,
 )
@@ -16,6 +17,7 @@ from queue_app.mywork.views import my_work_page
 urlpatterns = [
     path("", views.home, name="home"),
     path("my-work/", my_work_page, name="my-work"),
+    path("me/preferences/", preference_views.my_preferences, name="me-preferences"),
     path("queues/<slug:slug>/next/", views.queue_next, name="queue-next"),
     path("items/<int:item_id>/", views.item_detail, name="item"),
     path("items/<int:item_id>/decide/", views.item_decide, name="item-decide"),
@@ -25,6 +27,11 @@ urlpatterns = [
         "items/<int:item_id>/attachments/<str:sha256>/",
         attachment_views.attachment_file,
         name="item-attachment",
+    ),
+    path(
+        "items/<int:item_id>/attachments/<str:sha256>/pages/<int:page>/",
+        attachment_views.attachment_page,
+        name="item-attachment-page",
     ),
     path(
         "items/<int:item_id>/attachments/<str:sha256>/reveal/",

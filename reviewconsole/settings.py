@@ -271,6 +271,11 @@ REVIEW_ATTACHMENTS_MAX_COUNT = env.int("REVIEW_ATTACHMENTS_MAX_COUNT", default=2
 # Decoded size bound for images (width x height): a small file that decodes to gigabytes of
 # pixels (a decompression bomb) is refused before it is decoded.
 REVIEW_ATTACHMENT_MAX_PIXELS = env.int("REVIEW_ATTACHMENT_MAX_PIXELS", default=50_000_000)
+# PDFs are shown as pages drawn on the server (queue_app/pdf_pages.py): at most this many pages,
+# each at most this many pixels, kept in this folder by digest, page and scale.
+REVIEW_PDF_MAX_PAGES = env.int("REVIEW_PDF_MAX_PAGES", default=50)
+REVIEW_PDF_MAX_PIXELS = env.int("REVIEW_PDF_MAX_PIXELS", default=6_000_000)
+REVIEW_PDF_PAGE_CACHE_DIR = env("REVIEW_PDF_PAGE_CACHE_DIR", default=str(DATA_DIR / "pdf-pages"))
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"

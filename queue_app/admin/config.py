@@ -128,7 +128,7 @@ class QueueAdmin(StopSwitchAdmin):
     fieldsets = (
         (None, {"fields": ("slug", "name", "description")}),
         ("Leases", {"fields": ("lease_ttl", "max_in_flight", "release_skip")}),
-        ("Evidence", {"fields": ("sensitive",)}),
+        ("Evidence", {"fields": ("sensitive", "veil_blur", "veil_greyscale", "veil_autoplay")}),
         ("Escalation", {"fields": ("escalation_threshold", "escalation_queue")}),
         ("Deadlines and holds", {"fields": ("default_sla", "sla_warning", "max_hold")}),
         ("Effect", {"fields": ("effect", "webhook_url", "webhook_secret_env")}),

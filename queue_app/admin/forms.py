@@ -14,6 +14,7 @@ from queue_app.models import (
     Queue,
     ReasonCode,
     SuggestionDisplay,
+    VeilBlur,
     Verdict,
 )
 from queue_app.services import NOTE_MAX_LENGTH, reason_codes_for
@@ -116,12 +117,15 @@ class QueueForm(forms.ModelForm):
         effect.choices = [(name, name) for name in names]
         # Left out of a post (a script's, an older page's): the model's defaults, as before
         # these settings existed, rather than an error about a field it never sent.
-        for name in ("suggestion_display", "auto_decide_qa_rate"):
+        for name in ("suggestion_display", "auto_decide_qa_rate", "veil_blur"):
             if name in self.fields:
                 self.fields[name].required = False
 
     def clean_suggestion_display(self) -> str:
         return self.cleaned_data.get("suggestion_display") or SuggestionDisplay.ON_REQUEST
+
+    def clean_veil_blur(self) -> str:
+        return self.cleaned_data.get("veil_blur") or VeilBlur.HIGH
 
     def clean_auto_decide_qa_rate(self) -> Decimal:
         rate = self.cleaned_data.get("auto_decide_qa_rate")

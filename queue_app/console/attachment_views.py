@@ -4,7 +4,8 @@ Files are never at a public URL: each request passes the same access rule as the
 them (the item page: the reviewer may review the item's queue; an adjudication page: the user
 may adjudicate and the item has an adjudication), and the URL names the bytes by digest, so a
 response can be cached privately for good (a replaced file has a new URL). Images are served
-inline; PDFs as downloads only, so no document is ever rendered in the console's origin.
+inline; PDFs as downloads only, so no document is ever rendered in the console's origin. A PDF's
+pages are shown as pictures drawn on the server (queue_app/pdf_pages.py), under the same rule.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET
 
+from queue_app import pdf_pages
 from queue_app.console.attachment_cards import REVEALED_SESSION_KEY
 from queue_app.console.views import NO_SUCH_ITEM, Refusal, _item_for, console_view, post_only
-from queue_app.evidence_files import IMAGE_TYPES, download_name
+from queue_app.evidence_files import IMAGE_TYPES, PDF, download_name
 from queue_app.models import LaneKind, LaneTask, ReviewItem
 from queue_app.services import (
     attachment_by_digest,
@@ -76,6 +78,14 @@ def _back_to(request: HttpRequest, item: ReviewItem, sha256: str) -> str:
     return page.split("#", 1)[0] + f"#attachment-{sha256[:12]}"
 
 
+def _private_file_headers(response: HttpResponseBase) -> None:
+    response["X-Content-Type-Options"] = "nosniff"
+    # Only this browser may keep it (private), and the URL names the bytes: no revalidation.
+    response["Cache-Control"] = "private, max-age=86400, immutable"
+    # Opened on its own (a new tab), the file is a document of its own: it may do nothing.
+    response["Content-Security-Policy"] = "default-src 'none'; img-src 'self'; sandbox"
+
+
 @require_GET
 @console_view
 def attachment_file(request: HttpRequest, item_id: int, sha256: str) -> HttpResponseBase:
@@ -90,11 +100,32 @@ def attachment_file(request: HttpRequest, item_id: int, sha256: str) -> HttpResp
     disposition = "inline" if content_type in IMAGE_TYPES else "attachment"
     response = FileResponse(open_attachment(sha256=sha256), content_type=content_type)
     response["Content-Disposition"] = f"{disposition}; filename*=UTF-8''{quote(filename)}"
-    response["X-Content-Type-Options"] = "nosniff"
-    # Only this browser may keep it (private), and the URL names the bytes: no revalidation.
-    response["Cache-Control"] = "private, max-age=86400, immutable"
-    # Opened on its own (a new tab), the file is a document of its own: it may do nothing.
-    response["Content-Security-Policy"] = "default-src 'none'; img-src 'self'; sandbox"
+    _private_file_headers(response)
+    return response
+
+
+@require_GET
+@console_view
+def attachment_page(request: HttpRequest, item_id: int, sha256: str, page: int) -> HttpResponse:
+    """Send page N of a PDF attachment as a PNG drawn on the server, to someone who may see it."""
+    item = _item_shown_to(request, item_id)
+    found = attachment_by_digest(item=item, sha256=sha256)
+    if found is None or found[1]["content_type"] != PDF:
+        raise Refusal(404, NO_SUCH_ATTACHMENT)
+    try:
+        scale = pdf_pages.parse_scale(request.GET.get("scale"))
+    except pdf_pages.PageUnavailable as refused:
+        raise Refusal(400, refused.message) from None
+    try:
+        png = pdf_pages.page_png(sha256, page=page, scale=scale)
+    except pdf_pages.PageUnavailable as refused:
+        raise Refusal(404, refused.message) from None
+    except OSError:
+        # The stored bytes could not be read (a missing blob, the storage down): words, not a 500.
+        raise Refusal(404, pdf_pages.UNREADABLE) from None
+    response = HttpResponse(png, content_type="image/png")
+    response["Content-Disposition"] = f"inline; filename*=UTF-8''{quote(found[0])}-page-{page}.png"
+    _private_file_headers(response)
     return response
 
 

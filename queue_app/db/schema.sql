@@ -2322,6 +2322,10 @@ ALTER TABLE queue_app_queue ADD CONSTRAINT queue_sla_warning_not_negative
 ALTER TABLE queue_app_queue ADD CONSTRAINT queue_suggestion_display_valid
     CHECK (((suggestion_display)::text = ANY ((ARRAY['shown'::character varying, 'on_request'::character varying, 'hidden'::character varying])::text[])));
 
+-- constraint queue_veil_blur_valid
+ALTER TABLE queue_app_queue ADD CONSTRAINT queue_veil_blur_valid
+    CHECK (((veil_blur)::text = ANY ((ARRAY['none'::character varying, 'low'::character varying, 'high'::character varying])::text[])));
+
 -- trigger pgtrigger_changed_update_41b38
 CREATE TRIGGER pgtrigger_changed_update_41b38 AFTER UPDATE ON public.queue_app_queue FOR EACH ROW WHEN (((old.auto_decide_above IS DISTINCT FROM new.auto_decide_above) OR (old.auto_decide_qa_rate IS DISTINCT FROM new.auto_decide_qa_rate) OR (old.auto_decide_user_id IS DISTINCT FROM new.auto_decide_user_id) OR (old.automation_stopped_at IS DISTINCT FROM new.automation_stopped_at) OR (old.default_sla IS DISTINCT FROM new.default_sla) OR ((old.effect)::text IS DISTINCT FROM (new.effect)::text) OR (old.escalation_queue_id IS DISTINCT FROM new.escalation_queue_id) OR (old.escalation_threshold IS DISTINCT FROM new.escalation_threshold) OR (old.lease_ttl IS DISTINCT FROM new.lease_ttl) OR (old.max_hold IS DISTINCT FROM new.max_hold) OR (old.max_in_flight IS DISTINCT FROM new.max_in_flight) OR ((old.name)::text IS DISTINCT FROM (new.name)::text) OR (old.qa_rate IS DISTINCT FROM new.qa_rate) OR (old.release_skip IS DISTINCT FROM new.release_skip) OR (old.sensitive IS DISTINCT FROM new.sensitive) OR (old.sla_warning IS DISTINCT FROM new.sla_warning) OR ((old.slug)::text IS DISTINCT FROM (new.slug)::text) OR ((old.suggestion_display)::text IS DISTINCT FROM (new.suggestion_display)::text) OR ((old.webhook_secret_env)::text IS DISTINCT FROM (new.webhook_secret_env)::text) OR ((old.webhook_url)::text IS DISTINCT FROM (new.webhook_url)::text))) EXECUTE FUNCTION pgtrigger_changed_update_41b38();
 
@@ -2798,6 +2802,15 @@ AS $function$
                     RAISE EXCEPTION '% is append-only: % refused', TG_TABLE_NAME, TG_OP USING ERRCODE = 'restrict_violation';
                 END;
             $function$;
+
+-- === queue_app_reviewerpreferences ==================================================================
+-- constraint queue_app_reviewerpreferences_user_id_f93b99d0_fk_auth_user_id
+ALTER TABLE queue_app_reviewerpreferences ADD CONSTRAINT queue_app_reviewerpreferences_user_id_f93b99d0_fk_auth_user_id
+    FOREIGN KEY (user_id) REFERENCES auth_user(id) DEFERRABLE INITIALLY DEFERRED;
+
+-- constraint reviewer_preferences_blur_valid
+ALTER TABLE queue_app_reviewerpreferences ADD CONSTRAINT reviewer_preferences_blur_valid
+    CHECK (((blur)::text = ANY ((ARRAY[''::character varying, 'none'::character varying, 'low'::character varying, 'high'::character varying])::text[])));
 
 -- === queue_app_reviewitem ===========================================================================
 -- constraint item_attachments_object

@@ -54,6 +54,7 @@ from queue_app.models.review import (
     SuggestionView,
     UnsealedDecision,
     UnsealedLaneOutcome,
+    VeilBlur,
     Verdict,
 )
 
@@ -75,6 +76,9 @@ from queue_app.models.story import (
     DecisionStory,
     ItemStory,
 )
+
+# Reviewer wellness: how each reviewer wants a sensitive queue's images shown.
+from queue_app.models.wellness import ReviewerPreferences
 from queue_app.rules import RuleTest
 
 __all__ = [
@@ -116,6 +120,7 @@ __all__ = [
     "ReasonMapping",
     "ReviewItem",
     "ReviewSession",
+    "ReviewerPreferences",
     "RuleTest",
     "SignOnLink",
     "StatementDelivery",
@@ -128,6 +133,7 @@ __all__ = [
     "UnsealedDecision",
     "UnsealedLaneOutcome",
     "UnsealedStatement",
+    "VeilBlur",
     "Verdict",
     "access_history",
 ]

@@ -60,6 +60,14 @@ class SuggestionDisplay(models.TextChoices):
     HIDDEN = "hidden", "Hidden"
 
 
+class VeilBlur(models.TextChoices):
+    """How strongly a sensitive queue's images are blurred until the reviewer reveals each one."""
+
+    NONE = "none", "None (the image stays covered until revealed)"
+    LOW = "low", "Low (shapes show through)"
+    HIGH = "high", "High"
+
+
 class SuggestionView(models.TextChoices):
     """What a decision's maker saw of the item's suggestion; NULL on the decision: none existed."""
 
@@ -141,6 +149,28 @@ class Queue(models.Model):
             "Show attached images blurred and in greyscale until the reviewer reveals each one "
             "(a click or a key); each reveal is recorded in the item's history."
         ),
+    )
+    # Reviewer wellness on a sensitive queue: how its images are shown to a reviewer who has set
+    # no preference of their own (ReviewerPreferences; the preferences page says which wins).
+    veil_blur = models.CharField(
+        "image blur",
+        max_length=8,
+        choices=VeilBlur.choices,
+        default=VeilBlur.HIGH,
+        db_default=VeilBlur.HIGH,
+        help_text="Sensitive queues: how strongly images are blurred until revealed.",
+    )
+    veil_greyscale = models.BooleanField(
+        "images in greyscale",
+        default=True,
+        db_default=True,
+        help_text="Sensitive queues: show images in greyscale, before and after the reveal.",
+    )
+    veil_autoplay = models.BooleanField(
+        "autoplay moving images",
+        default=False,
+        db_default=False,
+        help_text="Sensitive queues: whether moving images play without being asked.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     # Deadlines and holds (docs/architecture.md "Deadlines, holds and the subject").
@@ -233,6 +263,10 @@ class Queue(models.Model):
             models.CheckConstraint(
                 condition=Q(suggestion_display__in=[d.value for d in SuggestionDisplay]),
                 name="queue_suggestion_display_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(veil_blur__in=[b.value for b in VeilBlur]),
+                name="queue_veil_blur_valid",
             ),
             # Automatic decisions need a threshold in (0, 1], a user to record them under and a
             # human QA sample; with no threshold none of it applies.

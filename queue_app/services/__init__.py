@@ -58,6 +58,7 @@ from queue_app.services.leases import (
 )
 from queue_app.services.outbox import retry_effect_jobs, retry_statement_deliveries
 from queue_app.services.subjects import SUBJECT_HISTORY_LIMIT, subject_history
+from queue_app.services.wellness import preferences_save
 
 __all__ = [
     "BATCH_SIZE_RANGE",
@@ -96,6 +97,7 @@ __all__ = [
     "overturn_decision",
     "overturn_of",
     "overturns_returned",
+    "preferences_save",
     "put_attachment",
     "queues_for_user",
     "read_item_page",

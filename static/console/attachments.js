@@ -34,7 +34,9 @@
       link.removeAttribute("aria-hidden");
       img.alt = data.name;
       form.remove();
-      item.querySelector("figure").focus();
+      // From the viewer (viewer.js) focus stays in the viewer, which unveils on this event.
+      if (!document.querySelector("dialog.viewer[open]")) item.querySelector("figure").focus();
+      document.dispatchEvent(new CustomEvent("attachment-revealed", { detail: { sha256: item.dataset.sha256 } }));
       announce(`Image ${data.name} revealed.`);
     } catch (err) {
       // Let the server answer the plain form post (it says why, or records the reveal).

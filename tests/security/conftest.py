@@ -58,6 +58,7 @@ class World:
     samples: dict[str, int]  # "app.model" -> the pk of one row, for admin object pages
     content_type_id: int
     held_attachment: str  # sha256 of the image attached to the held item
+    held_pdf: str  # sha256 of the two-page PDF attached to the held item
 
     def sample_pk(self, app: str, model: str) -> int:
         """Return the pk of an existing row of app.model."""
@@ -150,9 +151,11 @@ def world(queue, alice, bob, stranger, viewer, root) -> World:
     ReviewItem.objects.filter(pk__in=[held.pk, robot_held.pk]).update(
         lease_expires=Now() + timedelta(seconds=60)
     )
+    from tests.attachments.conftest import pdf_bytes
     from tests.security.routes import attachment_png
 
     put_attachment(item_id=held.pk, actor=root, name="id-front", data=attachment_png())
+    put_attachment(item_id=held.pk, actor=root, name="statement.pdf", data=pdf_bytes(2))
     held.refresh_from_db()
     robot_held.refresh_from_db()
     # Second-person lanes: bob's next approval needs a check, which alice holds.
@@ -194,6 +197,7 @@ def world(queue, alice, bob, stranger, viewer, root) -> World:
         samples=samples,
         content_type_id=ContentType.objects.get_for_model(ReviewItem).pk,
         held_attachment=held.attachments["id-front"]["sha256"],
+        held_pdf=held.attachments["statement.pdf"]["sha256"],
         lane_task=lane_task,
     )
 

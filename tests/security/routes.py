@@ -136,6 +136,9 @@ def _path_for(route: Route, world: World) -> str:
         }.get(route.key, world.held.pk)
     if "sha256" in resolver_kwargs:  # the attachment the world put on alice's held item
         kwargs["sha256"] = world.held_attachment
+    if "page" in resolver_kwargs:  # item-attachment-page: the first page of the held item's PDF
+        kwargs["sha256"] = world.held_pdf
+        kwargs["page"] = 1
     if "name" in resolver_kwargs:
         kwargs["name"] = "matrix.png"
     if "slug" in resolver_kwargs:

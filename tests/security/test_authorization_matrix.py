@@ -167,6 +167,10 @@ EXPECTED: list[tuple[str, dict[str, str]]] = [
     # Also one who may adjudicate, for an item with an adjudication task (no persona here is
     # such a user: tests/lanes/test_lane_attachments.py).
     ("item-attachment", row(LOGIN, "404", "200", "404", "200")),
+    # A PDF's page drawn on the server: the same rule as its bytes (page 1 of the held item's PDF).
+    ("item-attachment-page", row(LOGIN, "404", "200", "404", "200")),
+    # Everyone signed in keeps their own viewing preferences: nothing to refuse.
+    ("me-preferences", row(LOGIN, "200", "200", "200", "200")),
     # My work shows each signed-in person their own decisions only: nothing to refuse.
     ("my-work", row(LOGIN, "200", "200", "200", "200")),
     ("item-attachment-reveal", row(LOGIN, "404", "302+write", "404", "302+write")),
