@@ -133,7 +133,7 @@ def test_ops_dashboard_renders_with_demo_traffic(live_server, page):
     fill = page.locator("#queue-kyc svg.chart .bar rect").first.evaluate(
         "el => getComputedStyle(el).fill"
     )
-    assert fill == "rgb(65, 118, 144)"
+    assert fill == "rgb(10, 88, 168)"  # --rc-color-primary, light
     assert page.locator("#queue-reconciliation .tile--warn").is_visible()
     assert page.locator(".ops-dead tr[data-decision]").count() == 1
     screenshot(page, "ops-dashboard")
