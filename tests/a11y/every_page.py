@@ -37,7 +37,7 @@ class Visit:
     then: Callable[[Page], None] | None = None
     # A page no request can make the server answer on purpose (the database gone, a crash):
     # rendered here by the code that renders it there, and served to the browser at `path`.
-    rendered: Callable[[], Any] | None = None
+    rendered: Callable[[Demo], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -94,8 +94,12 @@ def without_csrf_token(page: Page) -> None:
 
 
 def reveal_first_image(page: Page) -> None:
+    from playwright.sync_api import expect
+
+    veiled = page.locator(".veiled")
+    before = veiled.count()
     page.get_by_role("button", name="Reveal image").first.click()
-    page.locator(".reveal-form").first.wait_for(state="attached")
+    expect(veiled).to_have_count(before - 1)
 
 
 # -- the registry --------------------------------------------------------------------------------
@@ -332,8 +336,8 @@ REGISTRY.update(_admin_visits())
 EXTRA: list[Visit] = [
     Visit("not-found", None, at("/no-such-page/"), status=404),
     Visit("not-found-signed-in", "alice", at("/no-such-page/"), status=404),
-    Visit("unavailable", None, at("/a11y-only/503/"), status=503, rendered=lambda: _503()),
-    Visit("server-error", None, at("/a11y-only/500/"), status=500, rendered=lambda: _500()),
+    Visit("unavailable", None, at("/a11y-only/503/"), status=503, rendered=lambda d: _503()),
+    Visit("server-error", None, at("/a11y-only/500/"), status=500, rendered=lambda d: _500()),
 ]
 
 

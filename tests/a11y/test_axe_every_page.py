@@ -155,14 +155,12 @@ def windows(browser: Any) -> Iterator[Any]:
         page.context.close()
 
 
-def _serve_rendered(page: Any, url: str, visit: Visit) -> None:
-    response = visit.rendered()  # type: ignore[misc]
+def _serve_rendered(page: Any, url: str, visit: Visit, demo: Demo) -> None:
+    response = visit.rendered(demo)  # type: ignore[misc]
     page.route(
         url,
         lambda route: route.fulfill(
-            status=response.status_code,
-            headers={"Content-Type": response["Content-Type"]},
-            body=response.content,
+            status=response.status_code, headers=dict(response.items()), body=response.content
         ),
     )
 
@@ -181,7 +179,7 @@ def test_no_axe_violations(site: Site, windows: Any, visit: Visit, theme: str, v
     context.add_cookies(cookies_for(site.base, site.sessions.get(visit.user or "")))
     url = site.base + visit.path(site.demo)
     if visit.rendered is not None:
-        _serve_rendered(page, url, visit)
+        _serve_rendered(page, url, visit, site.demo)
     try:
         response = page.goto(url)
     finally:
