@@ -10,10 +10,11 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
+PAGES ?=
 PORT ?= 8000
 SSO ?=
 
-.PHONY: run test browser lint sql schema install lock stop clean
+.PHONY: run test browser lint sql schema install lock stop clean screenshots lighthouse
 
 # pip is twice quiet: setuptools' ten-line notice about editable installs (and warnings about
 # an index folder pip.conf names but this machine lacks) are not steps; errors still show.
@@ -49,6 +50,15 @@ lint: install
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
+
+# docs/screenshots/*.png from the demo (bin/screenshots: its own database, gunicorn, Chromium).
+screenshots: install
+	@$(PY) bin/screenshots $(PAGES)
+
+# docs/lighthouse.md: Lighthouse (npm, pinned, into var/node) on home and the item page of the
+# demo, mobile and desktop presets, against the local Chromium (bin/lighthouse).
+lighthouse: install
+	@PY=$(PY) $(PY) bin/lighthouse
 
 # Rewrite queue_app/db/statements.sql, the final text of every named statement, from the code
 # (tests/db/test_statements_file.py fails until it is committed with the change).

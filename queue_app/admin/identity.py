@@ -12,7 +12,10 @@ a lost device (/admin/mfa-reset/<id>/, recorded in the access history).
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
+from django.contrib.admin.widgets import AdminSplitDateTime
 from django.contrib.auth import admin as auth_admin
 from django.contrib.auth.models import Group, User
 from django.db import transaction
@@ -33,6 +36,16 @@ for model in (User, Group):
 
 @admin.register(User)
 class UserAdmin(HeldPermissionAdmin, auth_admin.UserAdmin):
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        # A date and time (last login, date joined) is two boxes under one label, each shown
+        # as "Date:" and "Time:" in plain text: give each box a name of its own (axe: label).
+        field = super().formfield_for_dbfield(db_field, request, **kwargs)
+        if field is not None and isinstance(field.widget, AdminSplitDateTime):
+            date, time = field.widget.widgets
+            date.attrs["aria-label"] = f"{field.label}: date"
+            time.attrs["aria-label"] = f"{field.label}: time"
+        return field
+
     def user_change_password(
         self, request: HttpRequest, id: str, form_url: str = ""
     ) -> HttpResponse:

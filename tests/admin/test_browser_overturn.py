@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def _screenshot_down_to(page: Page, element, name: str) -> None:
-    """Save the page from its top down to the end of the element (docs/admin-timeline.png)."""
+    """Save the page from its top down to the end of the element (in test-artifacts/)."""
     box = element.bounding_box()
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(

@@ -1,15 +1,12 @@
 """In a real browser: sign in through the provider and out again; enrol and use a second factor
-with codes computed here; read a queue's access history (SCREENSHOTS=docs also refreshes
-docs/access-history.png; otherwise the screenshot stays in test-artifacts/)."""
+with codes computed here; read a queue's access history (its screenshot stays in
+test-artifacts/; the docs' picture comes from `make screenshots`)."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import uuid
 from datetime import timedelta
 from io import StringIO
-from pathlib import Path
 
 import pghistory
 import pytest
@@ -28,8 +25,6 @@ from tests.identity.browser_steps import code_for
 from tests.identity.provider import CLIENT_ID, CLIENT_SECRET, provider  # noqa: F401
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def test_a_reviewer_signs_in_through_the_provider_and_out_again(
@@ -182,6 +177,4 @@ def test_a_queues_access_history_from_its_admin_page(live_server, page: Page, qu
     expect(table).to_contain_text("database")
     expect(table).to_contain_text("manage.py create_api_client")
     expect(table).to_contain_text("lease_ttl: 00:05:00 → 00:15:00")
-    shot = screenshot(page, "access-history")
-    if os.environ.get("SCREENSHOTS") == "docs":
-        shutil.copy(shot, DOCS / "access-history.png")
+    screenshot(page, "access-history")

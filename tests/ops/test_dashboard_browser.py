@@ -1,7 +1,7 @@
 """/ops/ in a real browser, with demo traffic: it renders, its stylesheet applies, no errors.
 
-The screenshot lands in test-artifacts/ops-dashboard.png; docs/ops-dashboard.png is a copy of
-it, refreshed by hand when the page changes (tests never write into docs/).
+The screenshot lands in test-artifacts/ops-dashboard.png; the docs' pictures of /ops/ come from
+`make screenshots` (docs/screenshots/; tests never write into docs/).
 """
 
 from __future__ import annotations
