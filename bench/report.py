@@ -6,6 +6,10 @@ import json
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.report_b10 import b10_section
+
 RESULTS = Path(__file__).resolve().parent / "results"
 OUT = Path(__file__).resolve().parent / "RESULTS.md"
 
@@ -486,6 +490,7 @@ def main() -> None:
                 "statements reaches here.",
                 "",
             ]
+    lines += b10_section(load("b10"))
     OUT.write_text("\n".join(lines) + "\n")
     print(f"wrote {OUT}", file=sys.stderr)
 

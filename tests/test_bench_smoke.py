@@ -118,6 +118,12 @@ EXPECTED = {
         and r["replica"]["decisions"] > 0
         and r["replica"]["samples"] > 0
     ),
+    # The generator wrote every kind of row, sealed the chain and measured the database.
+    "history.py": lambda r: (
+        all(r["counts"][k] > 0 for k in ("items", "decisions", "item_events", "lane_tasks"))
+        and r["counts"]["chain_batches"] > 0
+        and r["size_bytes"] > 0
+    ),
     "profile_cycle.py": lambda r: (
         r["statements_per_cycle"] > 0 and r["floor_client_cpu_ms_per_cycle"] > 0
     ),

@@ -21,6 +21,7 @@ from queue_app.admin.filters import (
     AppliedFilter,
 )
 from queue_app.admin.forms import OverturnForm
+from queue_app.admin.pagination import CappedCountAdmin
 from queue_app.datetimes import local_text
 from queue_app.errors import AlreadySuperseded, ReviewError
 from queue_app.exports import export_lines
@@ -81,7 +82,7 @@ def _decision_summary(decision: Decision) -> list[tuple[str, str]]:
 
 
 @admin.register(Decision)
-class DecisionAdmin(BlindQAAdmin, ReadOnlyAdmin):
+class DecisionAdmin(CappedCountAdmin, BlindQAAdmin, ReadOnlyAdmin):
     """Append-only: the only write is an overturn, through its own form and the service."""
 
     list_display = (

@@ -17,6 +17,7 @@ from queue_app.admin.filters import (
     LeaseCountFilter,
 )
 from queue_app.admin.handoff import render_handoff
+from queue_app.admin.pagination import CappedCountAdmin
 from queue_app.admin.timeline import item_timeline, pretty_json
 from queue_app.models import (
     ReviewItem,
@@ -29,7 +30,7 @@ def _one_line(text: str) -> str:
 
 
 @admin.register(ReviewItem)
-class ReviewItemAdmin(BlindQAAdmin, ReadOnlyAdmin):
+class ReviewItemAdmin(CappedCountAdmin, BlindQAAdmin, ReadOnlyAdmin):
     blind_item_path = "id"
 
     # Read at 1366 px, a common laptop width: subjects and queue names on one line, cut with an

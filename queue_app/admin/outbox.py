@@ -12,6 +12,7 @@ from queue_app.admin.blindness import BlindQAAdmin
 from queue_app.admin.filters import (
     JobStatusFilter,
 )
+from queue_app.admin.pagination import CappedCountAdmin
 from queue_app.models import (
     AppliedDecision,
     ChainVerification,
@@ -20,7 +21,7 @@ from queue_app.models import (
 
 
 @admin.register(AppliedDecision)
-class AppliedDecisionAdmin(BlindQAAdmin, ReadOnlyAdmin):
+class AppliedDecisionAdmin(CappedCountAdmin, BlindQAAdmin, ReadOnlyAdmin):
     blind_item_path = "decision__item_id"
 
     list_display = ("decision", "applied_at", "outcome")
@@ -30,7 +31,7 @@ class AppliedDecisionAdmin(BlindQAAdmin, ReadOnlyAdmin):
 
 
 @admin.register(EffectJob)
-class EffectJobAdmin(BlindQAAdmin, ReadOnlyAdmin):
+class EffectJobAdmin(CappedCountAdmin, BlindQAAdmin, ReadOnlyAdmin):
     blind_item_path = "decision__item_id"
 
     list_display = (
@@ -68,6 +69,6 @@ class EffectJobAdmin(BlindQAAdmin, ReadOnlyAdmin):
 
 
 @admin.register(ChainVerification)
-class ChainVerificationAdmin(ReadOnlyAdmin):
+class ChainVerificationAdmin(CappedCountAdmin, ReadOnlyAdmin):
     list_display = ("ran_at", "ok", "checked", "first_broken_id", "message")
     ordering = ("-ran_at",)

@@ -17,6 +17,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from queue_app.admin.base import HeldPermissionAdmin, ReadOnlyAdmin
+from queue_app.admin.pagination import CappedCountAdmin
 from queue_app.models import (
     Queue,
     ReasonCode,
@@ -308,7 +309,7 @@ class ReasonMappingAdmin(HeldPermissionAdmin):
 
 
 @admin.register(StatementOfReasons)
-class StatementOfReasonsAdmin(ReadOnlyAdmin):
+class StatementOfReasonsAdmin(CappedCountAdmin, ReadOnlyAdmin):
     """Statements as built: the failing ones (the contract refused them) first to fix."""
 
     list_display = ("puid", "kind", "decision", "is_valid", "created_at")
@@ -342,7 +343,7 @@ class DeliveryStatusFilter(admin.SimpleListFilter):
 
 
 @admin.register(StatementDelivery)
-class StatementDeliveryAdmin(ReadOnlyAdmin):
+class StatementDeliveryAdmin(CappedCountAdmin, ReadOnlyAdmin):
     """Notices and Transparency Database submissions: the dead ones, with why, to retry."""
 
     list_display = (

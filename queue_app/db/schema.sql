@@ -1472,6 +1472,9 @@ ALTER TABLE queue_app_decision ADD CONSTRAINT queue_app_decision_supersedes_id_5
 -- index decision_one_per_item
 CREATE UNIQUE INDEX decision_one_per_item ON public.queue_app_decision USING btree (item_id, review_round) WHERE (NOT ((verdict)::text = 'overturn'::text));
 
+-- index decision_suggested_at
+CREATE INDEX decision_suggested_at ON public.queue_app_decision USING btree (created_at) WHERE (suggestion_view IS NOT NULL);
+
 -- trigger decision_append_only
 CREATE TRIGGER decision_append_only BEFORE DELETE OR UPDATE ON public.queue_app_decision FOR EACH ROW EXECUTE FUNCTION queue_app_refuse_rewrite();
 

@@ -1387,8 +1387,27 @@ WITH me AS MATERIALIZED (
                                 JOIN auth_user_groups AS ug ON ug.group_id = gp.group_id
                                WHERE ug.user_id = u.id AND gp.permission_id = p.id))))
 ) AS can_overturn
+), acting AS MATERIALIZED (
+    SELECT array_agg(id) AS ids FROM (
+        SELECT principal AS id FROM me
+        UNION ALL
+        SELECT c.user_id FROM queue_app_apiclient AS c, me WHERE c.created_by_id = me.principal
+    ) AS a
 ), parts AS MATERIALIZED (
-    SELECT DISTINCT item_id FROM queue_app_part_items((SELECT principal FROM me)) AS p (item_id)
+    -- A LATERAL with LIMIT: probed per open task by the item indexes. As EXISTS the planner
+    -- turns the test into a hashed subplan that reads every decision of the user again.
+    SELECT DISTINCT t.item_id
+      FROM queue_app_lanetask AS t
+     CROSS JOIN acting AS a
+     CROSS JOIN LATERAL (
+        SELECT 1 FROM queue_app_decision AS d
+         WHERE d.item_id = t.item_id AND d.reviewer_id = ANY(a.ids)
+        UNION ALL
+        SELECT 1 FROM queue_app_lanetask AS x
+         WHERE x.item_id = t.item_id AND x.lease_owner_id = ANY(a.ids)
+        LIMIT 1
+     ) AS part
+     WHERE t.state = 'open'
 ), lanes AS (
     SELECT q.id AS queue_id, q.slug, q.name, q.qa_rate, k.kind
       FROM queue_app_queue AS q

@@ -777,6 +777,15 @@ class Decision(models.Model):
             BrinIndex(fields=["created_at"], name="decision_created_brin"),
             # A reviewer's own decisions, newest first (My work: counts by window, search).
             models.Index(fields=["reviewer", "-created_at"], name="decision_reviewer_recent"),
+            # Decisions on an item with a machine suggestion, by time (the oversight figures of
+            # /metrics and /ops/: a window of them). Without it each window reads every decision
+            # of the window to keep the few with a suggestion (B10: 3.8x slower /metrics on
+            # 2,000,000 decisions); suggestion_view is NULL on every other decision.
+            models.Index(
+                fields=["created_at"],
+                name="decision_suggested_at",
+                condition=Q(suggestion_view__isnull=False),
+            ),
         ]
         constraints = [
             models.CheckConstraint(

@@ -1,0 +1,141 @@
+"""What keeps the pages flat as the history grows (B10, bench/b10.py): the plans the planner
+could get wrong, and the admin's bounded count."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+from django.test import Client
+
+from queue_app.admin import pagination
+from queue_app.db.statements import lanes as lanes_sql
+from queue_app.db.statements import oversight as oversight_sql
+from queue_app.models import Decision, ReviewItem
+from queue_app.selectors.oversight import BAND_FLOORS
+from tests.conftest import make_items, triggers_off
+
+pytestmark = pytest.mark.django_db
+
+HISTORY = 20_000
+
+
+def _plan(statement: str, params: dict) -> dict:
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (FORMAT JSON) " + statement, params)
+        return cursor.fetchone()[0][0]["Plan"]
+
+
+def _reads(node: dict, relation: str) -> list[dict]:
+    """Every plan node that reads the relation."""
+    found = [node] if node.get("Relation Name") == relation else []
+    for child in node.get("Plans", []):
+        found += _reads(child, relation)
+    return found
+
+
+def _load_history(queue, reviewer: User, *, open_tasks_by: User) -> None:
+    """HISTORY decided items, each with a decision by reviewer (years of their work), and a few
+    open checks on other people's decisions; then ANALYZE, so the planner knows."""
+    reason = queue.reason_codes.filter(verdict="approve").first()
+    with triggers_off("queue_app_decision", "queue_app_lanetask", foreign_keys=True) as cursor:
+        cursor.execute(
+            """
+            INSERT INTO queue_app_reviewitem
+                (queue_id, intake_queue_id, state, priority, created_at, subject, payload,
+                 idempotency_key, source_hash, trace_id, lease_count, decided_at)
+            SELECT %(queue)s, %(queue)s, 'decided', 0, now() - make_interval(mins => g),
+                   'history ' || g, '{}'::jsonb, 'history-' || g, '', gen_random_uuid(), 1,
+                   now() - make_interval(mins => g)
+              FROM generate_series(1, %(n)s) AS g
+            """,
+            {"queue": queue.pk, "n": HISTORY + 5},
+        )
+        cursor.execute(
+            """
+            INSERT INTO queue_app_decision
+                (item_id, queue_id, reviewer_id, reviewer_username, verdict, reason_code_id,
+                 evidence_hash, note, lease_token, created_at, chain_hash, review_round)
+            SELECT i.id, i.queue_id,
+                   CASE WHEN row_number() OVER (ORDER BY i.id) <= 5 THEN %(other)s
+                        ELSE %(reviewer)s END,
+                   '', 'approve', %(reason)s, repeat('a', 64), '', gen_random_uuid(),
+                   i.decided_at, '', 0
+              FROM queue_app_reviewitem AS i WHERE i.subject LIKE 'history %%'
+            """,
+            {"reviewer": reviewer.pk, "other": open_tasks_by.pk, "reason": reason.pk},
+        )
+        cursor.execute(
+            """
+            INSERT INTO queue_app_lanetask
+                (kind, queue_id, item_id, decision_id, maker_id, maker_principal_id, state,
+                 lease_count, created_at)
+            SELECT 'check', d.queue_id, d.item_id, d.id, d.reviewer_id, d.reviewer_id, 'open',
+                   0, d.created_at
+              FROM queue_app_decision AS d WHERE d.reviewer_id = %(other)s
+            """,
+            {"other": open_tasks_by.pk},
+        )
+        cursor.execute("ANALYZE queue_app_reviewitem")
+        cursor.execute("ANALYZE queue_app_decision")
+        cursor.execute("ANALYZE queue_app_lanetask")
+
+
+def test_home_lanes_find_a_users_part_from_the_open_tasks_not_from_their_history(queue, alice, bob):
+    # The console home counts each lane's open tasks alice may take. Whether she has a part in a
+    # task's item is probed per open task by the item indexes; read from her side it would be
+    # every decision she ever made (as EXISTS, the planner turns it into exactly that: a hashed
+    # subplan over her decisions), and the home page grew with her history (B10: 11x).
+    _load_history(queue, alice, open_tasks_by=bob)
+    plan = _plan(lanes_sql.LANES_FOR_USER, {"owner_id": alice.pk, "queue_ids": [queue.pk]})
+    decision_reads = _reads(plan, "queue_app_decision")
+    assert decision_reads, "the statement no longer reads decisions: update this test"
+    for node in decision_reads:
+        assert node["Node Type"] == "Index Scan", node
+        assert node["Index Name"].startswith(("queue_app_decision_item_id", "decision_one_per")), (
+            node
+        )
+    assert "queue_app_part_items" not in json.dumps(plan)
+
+
+def test_the_oversight_window_reads_only_decisions_with_a_suggestion(queue, alice, bob):
+    # /metrics and /ops/: a window of the decisions that had a machine suggestion. None of the
+    # history loaded here had one: the partial index answers without reading the window.
+    _load_history(queue, alice, open_tasks_by=bob)
+    assert not Decision.objects.filter(suggestion_view__isnull=False).exists()
+    for statement in (oversight_sql.SUGGESTION_FOLLOWING, oversight_sql.AUTOMATIC_DECISIONS_QA):
+        plan = _plan(statement, {"window": timedelta(days=90), "band_floors": list(BAND_FLOORS)})
+        indexes = {node.get("Index Name") for node in _reads(plan, "queue_app_decision")}
+        assert indexes == {"decision_suggested_at"}, indexes
+
+
+@pytest.fixture
+def root(db) -> User:
+    return User.objects.create_superuser("root", password="pw-root")
+
+
+def test_the_admin_counts_a_long_list_only_up_to_its_bound(queue, root, monkeypatch):
+    monkeypatch.setattr(pagination, "COUNT_CAP", 3)
+    make_items(queue, 5)
+    client = Client()
+    client.force_login(root)
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get("/admin/queue_app/reviewitem/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "more than 3 review items" in text
+    counts = [q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"].upper()]
+    assert counts, "the changelist counted nothing"
+    # Every count over the items is bounded: LIMIT cap + 1 inside it.
+    item_counts = [sql for sql in counts if "queue_app_reviewitem" in sql]
+    assert item_counts and all("LIMIT 4" in sql for sql in item_counts), item_counts
+    # A list within the bound is counted exactly, as before.
+    monkeypatch.setattr(pagination, "COUNT_CAP", 10)
+    text = client.get("/admin/queue_app/reviewitem/").content.decode()
+    assert f"{ReviewItem.objects.count()} review items" in text
+    assert "more than" not in text
