@@ -18,7 +18,7 @@ class Migration(migrations.Migration):
     atomic = False
 
     dependencies = [
-        ("queue_app", "0038_statement_delivery"),
+        ("queue_app", "0040_reviewer_wellness"),
     ]
 
     operations = [

@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('auth', '0012_alter_user_first_name_max_length'),
-        ('queue_app', '0038_statement_delivery'),
+        ('queue_app', '0039_appeals'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
