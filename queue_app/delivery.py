@@ -89,7 +89,6 @@ NOTICE_WORDS = (
 )
 
 
-
 def appeal_until(statement: StatementOfReasons) -> date:
     """Return the last day the affected person may appeal the statement's decision."""
     policy = statement.decision.queue.statement_policy

@@ -171,8 +171,8 @@ def test_the_demo_gives_the_oversight_figures_something_to_say(monkeypatch, caps
 
 def test_the_demo_moderates_content_with_statements_sent(monkeypatch, capsys):
     """content-moderation: three removals with valid statements, each notice delivered and each
-    statement stored by the stand-in database; an approval without one; two posts open. The
-    dashboard counts them sent; a rerun changes nothing."""
+    statement stored by the stand-in database; an approval without one; two posts open; an
+    appeal waiting. The dashboard counts them sent; a rerun changes nothing."""
     from django.test import Client
 
     from queue_app.management.moderation_demo import SLUG
@@ -208,6 +208,13 @@ def test_the_demo_moderates_content_with_statements_sent(monkeypatch, capsys):
     row = row.split("</tr>")[0]
     assert 'data-figure="built">3<' in row and 'data-figure="sent">3<' in row
 
+    # An appeal waits in the appeals lane, answering the newest removal; a rerun files no other.
+    from queue_app.models import Appeal
+
+    appeal = Appeal.objects.get(queue=queue)
+    assert appeal.task.state == "open" and appeal.decision.queue_id == queue.pk
+
     call_command("seed_demo", items=5)
     assert StatementOfReasons.objects.filter(decision__queue=queue).count() == 3
     assert Decision.objects.filter(queue=queue).count() == 4
+    assert Appeal.objects.filter(queue=queue).count() == 1

@@ -33,6 +33,7 @@ from django.test import override_settings
 from queue_app import delivery
 from queue_app.apply import apply_batch
 from queue_app.evidence import item_evidence_hash
+from queue_app.management.appeal_demo import seed_waiting_appeal
 from queue_app.models import (
     Decision,
     Queue,
@@ -263,10 +264,8 @@ def seed_moderation(escalation: Queue) -> tuple[Queue, int, int]:
         while apply_batch():
             pass
         stored = _deliver(queue)
-    # -- HOOK: an appeal waiting in the appeals lane (DSA Article 20). ---------------------------
-    # The appeals work (branch h-appeals) exports seed_waiting_appeal(queue); the lead wires it
-    # here at merge, after the statements exist, so the appeal answers a delivered statement:
-    #     seed_waiting_appeal(queue)
+    # An appeal waiting in the appeals lane (DSA Article 20), answering a delivered statement.
+    seed_waiting_appeal(queue)
     return queue, made, stored
 
 
