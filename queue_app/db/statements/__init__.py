@@ -31,6 +31,7 @@ from queue_app.db.statements import (
     outbox,
     oversight,
     replication,
+    timeline,
 )
 
 MODULES: tuple[ModuleType, ...] = (
@@ -49,6 +50,7 @@ MODULES: tuple[ModuleType, ...] = (
     evidence,
     automation,
     replication,
+    timeline,
 )
 
 
