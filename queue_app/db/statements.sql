@@ -2164,7 +2164,7 @@ WITH viewer AS (
                       AND qa.lease_owner_id = %(viewer_id)s) AS blind
 )
 SELECT * FROM (
-  (SELECT e.at, 'event' AS source, e.id AS ref_id, e.kind,
+  (SELECT e.at, 'event' AS source, 0 AS rank, e.id AS ref_id, e.kind,
           CASE WHEN viewer.blind THEN NULL ELSE u.username END AS actor,
           NULL::text AS verdict, NULL::text AS corrected_verdict, NULL::text AS reason_label,
           ''::text AS note, NULL::text AS suggestion_view, NULL::boolean AS suggestion_followed,
@@ -2178,7 +2178,7 @@ SELECT * FROM (
     ORDER BY e.at DESC, e.id DESC
     LIMIT %(reach)s)
   UNION ALL
-  (SELECT d.created_at, 'decision', d.id, d.verdict,
+  (SELECT d.created_at, 'decision', 1, d.id, d.verdict,
           coalesce(d.reviewer_username, u.username),
           d.verdict, d.corrected_verdict, r.label, d.note, d.suggestion_view,
           d.suggestion_followed, s.status, jsonb_build_object('supersedes', d.supersedes_id)
@@ -2190,14 +2190,14 @@ SELECT * FROM (
     ORDER BY d.created_at DESC, d.id DESC
     LIMIT %(reach)s)
   UNION ALL
-  (SELECT t.created_at, 'lane_task', t.id, t.kind, NULL, NULL, NULL, NULL, '', NULL, NULL,
+  (SELECT t.created_at, 'lane_task', 2, t.id, t.kind, NULL, NULL, NULL, NULL, '', NULL, NULL,
           NULL, jsonb_build_object('decision_id', t.decision_id)
      FROM queue_app_lanetask AS t
     WHERE t.item_id = %(item_id)s
     ORDER BY t.created_at DESC, t.id DESC
     LIMIT %(reach)s)
   UNION ALL
-  (SELECT o.created_at, 'lane_outcome', t.id, o.kind, o.actor_username,
+  (SELECT o.created_at, 'lane_outcome', 3, t.id, o.kind, o.actor_username,
           nullif(o.verdict, ''), NULL, r.label, o.note, NULL, NULL, o.result,
           jsonb_build_object('decision_id', t.decision_id, 'agrees_verdict', o.agrees_verdict)
      FROM viewer, queue_app_lanetask AS t
@@ -2207,7 +2207,7 @@ SELECT * FROM (
     ORDER BY o.created_at DESC, t.id DESC
     LIMIT %(reach)s)
 ) AS timeline
-ORDER BY at DESC, source, ref_id DESC
+ORDER BY at DESC, rank DESC, ref_id DESC
 LIMIT %(limit)s OFFSET %(offset)s;
 
 -- name: ITEM_TOUCHED_BY

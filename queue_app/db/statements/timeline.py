@@ -18,6 +18,8 @@ PURPOSE = {
 # long history costs one page, not all of it. Left out: 'renewed' (the page's heartbeat writes
 # one every few minutes: noise) and the events that the decision and outcome rows tell better
 # ('decided', 'auto_decided', the lane outcomes).
+# Rows of one transaction share their time: rank orders them as they are written (the claim's
+# event, then the decision, the lane task it opens, and the task's outcome).
 # Blind QA (services/blindness.py, whose rule _BLIND states again in SQL so the timeline can go
 # with the item's read): when the viewer holds the item's open QA task, the decisions, the lane
 # outcomes and the suggestion reveals (which name the maker's chosen verdict) are not read at
@@ -33,7 +35,7 @@ ITEM_TIMELINE = (
     _BLIND
     + """
 SELECT * FROM (
-  (SELECT e.at, 'event' AS source, e.id AS ref_id, e.kind,
+  (SELECT e.at, 'event' AS source, 0 AS rank, e.id AS ref_id, e.kind,
           CASE WHEN viewer.blind THEN NULL ELSE u.username END AS actor,
           NULL::text AS verdict, NULL::text AS corrected_verdict, NULL::text AS reason_label,
           ''::text AS note, NULL::text AS suggestion_view, NULL::boolean AS suggestion_followed,
@@ -47,7 +49,7 @@ SELECT * FROM (
     ORDER BY e.at DESC, e.id DESC
     LIMIT %(reach)s)
   UNION ALL
-  (SELECT d.created_at, 'decision', d.id, d.verdict,
+  (SELECT d.created_at, 'decision', 1, d.id, d.verdict,
           coalesce(d.reviewer_username, u.username),
           d.verdict, d.corrected_verdict, r.label, d.note, d.suggestion_view,
           d.suggestion_followed, s.status, jsonb_build_object('supersedes', d.supersedes_id)
@@ -59,14 +61,14 @@ SELECT * FROM (
     ORDER BY d.created_at DESC, d.id DESC
     LIMIT %(reach)s)
   UNION ALL
-  (SELECT t.created_at, 'lane_task', t.id, t.kind, NULL, NULL, NULL, NULL, '', NULL, NULL,
+  (SELECT t.created_at, 'lane_task', 2, t.id, t.kind, NULL, NULL, NULL, NULL, '', NULL, NULL,
           NULL, jsonb_build_object('decision_id', t.decision_id)
      FROM queue_app_lanetask AS t
     WHERE t.item_id = %(item_id)s
     ORDER BY t.created_at DESC, t.id DESC
     LIMIT %(reach)s)
   UNION ALL
-  (SELECT o.created_at, 'lane_outcome', t.id, o.kind, o.actor_username,
+  (SELECT o.created_at, 'lane_outcome', 3, t.id, o.kind, o.actor_username,
           nullif(o.verdict, ''), NULL, r.label, o.note, NULL, NULL, o.result,
           jsonb_build_object('decision_id', t.decision_id, 'agrees_verdict', o.agrees_verdict)
      FROM viewer, queue_app_lanetask AS t
@@ -76,7 +78,7 @@ SELECT * FROM (
     ORDER BY o.created_at DESC, t.id DESC
     LIMIT %(reach)s)
 ) AS timeline
-ORDER BY at DESC, source, ref_id DESC
+ORDER BY at DESC, rank DESC, ref_id DESC
 LIMIT %(limit)s OFFSET %(offset)s
 """
 )
