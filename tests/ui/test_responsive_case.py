@@ -31,8 +31,6 @@ def _measure(page: Page, url: str, kind: str, size: str) -> None:
     page.set_viewport_size(VIEWPORTS[size])
     # A fresh load at the top (a reload would keep the scroll of the last jump).
     page.goto(url)
-    if __import__("os").environ.get("CASE_SHOTS"):
-        page.screenshot(path=f"/tmp/case_{kind}_{size}.png", full_page=True)
     where = f"the {kind} page at {size} ({VIEWPORTS[size]['width']} px)"
     overflow = page.evaluate("() => [document.documentElement.scrollWidth, innerWidth]")
     assert overflow[0] <= overflow[1], f"{where} scrolls sideways: {overflow}"
