@@ -60,19 +60,6 @@ class Timeline:
         return self.offset + self.limit
 
 
-def timeline_params(*, item_id: int, viewer_id: int, offset: int, limit: int) -> dict[str, Any]:
-    """The parameters of timeline_sql.ITEM_TIMELINE for one page (one row more than the page,
-    to know whether there are older entries)."""
-    offset = max(offset, 0)
-    return {
-        "item_id": item_id,
-        "viewer_id": viewer_id,
-        "limit": limit + 1,
-        "offset": offset,
-        "reach": offset + limit + 1,
-    }
-
-
 def touched_by_params(*, item_id: int, viewer_id: int) -> dict[str, Any]:
     """The parameters of timeline_sql.ITEM_TOUCHED_BY."""
     return {"item_id": item_id, "viewer_id": viewer_id, "limit": TOUCHED_BY}
@@ -92,28 +79,6 @@ def touched_by_from(result: Result) -> list[str]:
     """The names ITEM_TOUCHED_BY read, latest first."""
     names, values = result
     return [row[names.index("username")] for row in values]
-
-
-def item_timeline(
-    *,
-    item_id: int,
-    viewer_id: int,
-    blind: bool,
-    show_suggestion: bool,
-    offset: int = 0,
-    limit: int = PAGE,
-) -> Timeline:
-    """Return one page of the item's timeline, newest first, as the viewer may see it."""
-    params = timeline_params(item_id=item_id, viewer_id=viewer_id, offset=offset, limit=limit)
-    rows = fetch_dicts(timeline_sql.ITEM_TIMELINE, params)
-    names = tuple(rows[0]) if rows else ()
-    return timeline_from(
-        (names, [tuple(row.values()) for row in rows]),
-        blind=blind,
-        show_suggestion=show_suggestion,
-        offset=offset,
-        limit=limit,
-    )
 
 
 def item_touched_by(*, item_id: int, viewer_id: int) -> list[str]:
