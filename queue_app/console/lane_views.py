@@ -21,6 +21,7 @@ from queue_app.console.evidence_display import evidence_view
 from queue_app.console.views import (
     Refusal,
     _queue_for,
+    case_context,
     console_view,
     heartbeat_refused,
     heartbeat_renewed,
@@ -153,6 +154,8 @@ def _context(request: HttpRequest, task: LaneTask, **more: Any) -> dict[str, Any
         "outcome": getattr(task, "outcome", None),
         **more,
     }
+    # The same case header as the item page; a blind reviewer is told nobody's name in it.
+    context.update(case_context(request, item, evidence=context["evidence"], blind=blind))
     if task.kind == LaneKind.QA and mine:
         context["verdicts"] = [(v, v.title()) for v in QA_VERDICTS]
         context["reasons"] = _qa_reasons(task)

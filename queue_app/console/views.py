@@ -44,9 +44,17 @@ from queue_app.evidence import item_evidence_hash
 from queue_app.forms import DecisionForm, LeaseForm
 from queue_app.models import REVIEW_VERDICTS, ItemState, Queue, ReviewItem
 from queue_app.rules import warnings_for
+from queue_app.selectors.item_timeline import (
+    ALL_PAGE,
+    PAGE,
+    item_touched_by,
+    timeline_from,
+    touched_by_from,
+)
 from queue_app.selectors.queues import queue_of_item_with_access, queue_with_access
 from queue_app.services import (
     PageResults,
+    TimelinePage,
     claim_next_id,
     handoff_refusal,
     item_handoff,
@@ -266,7 +274,9 @@ def item_detail(request: HttpRequest, item_id: int) -> HttpResponse:
     # The item and every row its page shows in one round trip; the rest is dropped unread when
     # the item is not the user's to see (_reviewable's one answer, as _item_for gives it).
     item, read = (
-        read_item_page(item_id=item_id, user_id=user.pk) if user.is_active else (None, None)
+        read_item_page(item_id=item_id, user_id=user.pk, timeline=_timeline_page(request))
+        if user.is_active
+        else (None, None)
     )
     return _render_item(request, _reviewable(item), read=read)
 
@@ -291,6 +301,58 @@ def _render_item(
 
 
 _UNDECIDED = (ItemState.PENDING, ItemState.LEASED, ItemState.HELD)
+
+
+def _page_number(value: str | None) -> int:
+    """A non-negative page offset from the query string; anything else is the first page."""
+    number = _posted_id(value)
+    return min(number, 1_000_000) if number is not None else 0
+
+
+def _timeline_page(request: HttpRequest) -> TimelinePage:
+    """Which page of the timeline the item page shows: the latest PAGE entries, or with
+    ?timeline=all ALL_PAGE at a time from ?events=<offset>."""
+    everything = request.GET.get("timeline") == "all"
+    return TimelinePage(
+        viewer_id=signed_in_id(request.user),
+        offset=_page_number(request.GET.get("events")) if everything else 0,
+        limit=ALL_PAGE if everything else PAGE,
+    )
+
+
+def case_context(
+    request: HttpRequest,
+    item: ReviewItem,
+    *,
+    evidence: Any,
+    blind: bool,
+    touched_by: list[str] | None = None,
+) -> dict[str, Any]:
+    """What the case header shows besides the item: risk badges from the queue's evidence
+    rules, and who else has acted on the item (nobody named to a blind QA reviewer). touched_by:
+    the names when already read (the item page reads them with the item)."""
+    badges: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for warning in evidence.warnings:
+        if warning.message not in seen:
+            seen.add(warning.message)
+            badges.append(("danger", warning.message))
+    if item.escalated_from_id is not None:
+        badges.append(("warning", "Escalated"))
+    if item.state == ItemState.HELD:
+        badges.append(("info", "On hold"))
+    if not evidence.warnings:
+        badges.append(("success", "No rule warnings"))
+    return {
+        "risk_badges": badges,
+        "touched_by": (
+            []
+            if blind
+            else touched_by
+            if touched_by is not None
+            else item_touched_by(item_id=item.pk, viewer_id=signed_in_id(request.user))
+        ),
+    }
 
 
 def _item_unavailable(request: HttpRequest, item_id: int) -> HttpResponse:
@@ -333,7 +395,8 @@ def _render_item_page(
     # A leased row always has an expiry (check constraint item_lease_columns_match_state).
     expires = item.lease_expires or now
     held_by_other = item.state == ItemState.LEASED and not mine and expires > now
-    rows = item_page_rows(item, mine=mine, held_by_other=held_by_other, read=read)
+    page = _timeline_page(request)
+    rows = item_page_rows(item, mine=mine, held_by_other=held_by_other, read=read, timeline=page)
     # Blind QA (services/blindness.py): asked only when there is a decision to hide.
     blind = (bool(rows.decisions) or item.suggestion is not None) and is_blind_to(
         user=request.user, item_id=item.pk
@@ -367,6 +430,23 @@ def _render_item_page(
     # Deadline, hold and the subject's other items (console/deadline_context.py).
     context.update(
         item_page_extras(request, item, mine=mine, now=now, hold_reasons=rows.hold_reasons)
+    )
+    context.update(
+        case_context(
+            request,
+            item,
+            evidence=context["evidence"],
+            blind=blind,
+            touched_by=touched_by_from(rows.touched_by),
+        ),
+        # What was seen of a suggestion is told only where the page shows the suggestion.
+        timeline=timeline_from(
+            rows.timeline,
+            blind=blind,
+            show_suggestion=bool(context["suggestion"]),
+            offset=page.offset,
+            limit=page.limit,
+        ),
     )
     if mine:
         # The hash of exactly what this page renders, from the row as loaded above.

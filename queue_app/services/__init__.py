@@ -33,7 +33,13 @@ from queue_app.services.escalation import escalate_abandoned, open_escalation
 from queue_app.services.handoff import handoff_refusal, item_handoff
 from queue_app.services.holds import hold_item, hold_reasons_for, resume_hold
 from queue_app.services.intake import create_item, replace_evidence
-from queue_app.services.item_page import ItemPageRows, PageResults, item_page_rows, read_item_page
+from queue_app.services.item_page import (
+    ItemPageRows,
+    PageResults,
+    TimelinePage,
+    item_page_rows,
+    read_item_page,
+)
 from queue_app.services.lanes import (
     adjudicate,
     claim_lane_task,
@@ -67,6 +73,7 @@ __all__ = [
     "SUBJECT_HISTORY_LIMIT",
     "ItemPageRows",
     "PageResults",
+    "TimelinePage",
     "User",
     "adjudicate",
     "attachment_by_digest",

@@ -21,6 +21,7 @@ from django.contrib.auth import get_user_model
 
 from queue_app.db.runner import Result, build_instances, run_together, split_result
 from queue_app.db.statements import items as items_sql
+from queue_app.db.statements import timeline as timeline_sql
 from queue_app.models import (
     REVIEW_VERDICTS,
     Decision,
@@ -51,6 +52,9 @@ class ItemPageRows:
     hold_reasons: list[HoldReason] = field(default_factory=list)
     # Every reason code of the item's queues (retired too): names a suggestion's reason.
     all_reasons: list[ReasonCode] = field(default_factory=list)
+    # The timeline page's rows and the other people's names, as read (the page builds them).
+    timeline: Result = ((), [])
+    touched_by: Result = ((), [])
 
 
 @dataclass
@@ -63,9 +67,24 @@ class PageResults:
     hold_reasons: Result
     lease_holder: Result
     returns: Result
+    # The case view's timeline page and who else touched the item (selectors/item_timeline.py
+    # builds them; the statements know the blind QA rule, so nothing hidden is read).
+    timeline: Result
+    touched_by: Result
 
 
-def read_item_page(*, item_id: int, user_id: int) -> tuple[ReviewItem | None, PageResults]:
+@dataclass(frozen=True)
+class TimelinePage:
+    """Which page of the item's timeline to read with it, and with whose eyes."""
+
+    viewer_id: int
+    offset: int = 0
+    limit: int = 50
+
+
+def read_item_page(
+    *, item_id: int, user_id: int, timeline: TimelinePage | None = None
+) -> tuple[ReviewItem | None, PageResults]:
     """The item with its queue and may_review (ReviewItem.objects.with_queue_and_access), and
     every row its page shows, in one round trip.
 
@@ -76,14 +95,17 @@ def read_item_page(*, item_id: int, user_id: int) -> tuple[ReviewItem | None, Pa
     statement, params = ReviewItem.objects.with_queue_and_access_statement(
         item_id=item_id, user_id=user_id
     )
-    item, *rest = run_together([(statement, params), *_page_steps(item_id)])
+    page = timeline or TimelinePage(viewer_id=user_id)
+    item, *rest = run_together([(statement, params), *_page_steps(item_id, page)])
     return ReviewItem.objects.built_with_queue(item), PageResults(*rest)
 
 
-def _page_steps(item_id: int) -> list[tuple[str, dict[str, Any]]]:
+def _page_steps(item_id: int, page: TimelinePage) -> list[tuple[str, dict[str, Any]]]:
     """The statements of the page's rows, in PageResults' order; each finds the queue (and the
     lease holder) through the item."""
     params = {"item_id": item_id}
+    seen_by = {"item_id": item_id, "viewer_id": page.viewer_id}
+    offset = max(page.offset, 0)
     return [
         (items_sql.ITEM_DECISIONS, params),
         (items_sql.PAGE_ITEM_REASON_CODES, params),
@@ -91,11 +113,31 @@ def _page_steps(item_id: int) -> list[tuple[str, dict[str, Any]]]:
         (items_sql.PAGE_ITEM_HOLD_REASONS, params),
         (items_sql.PAGE_ITEM_LEASE_HOLDER, params),
         (items_sql.PAGE_ITEM_RETURNS, params),
+        # One row more than the page says whether older entries exist; each branch of the
+        # statement stops at the page's reach.
+        (
+            timeline_sql.ITEM_TIMELINE,
+            {
+                **seen_by,
+                "limit": page.limit + 1,
+                "offset": offset,
+                "reach": offset + page.limit + 1,
+            },
+        ),
+        (timeline_sql.ITEM_TOUCHED_BY, {**seen_by, "limit": TOUCHED_BY}),
     ]
 
 
+TOUCHED_BY = 6  # names in the case header's "also touched by"
+
+
 def item_page_rows(
-    item: ReviewItem, *, mine: bool, held_by_other: bool, read: PageResults | None = None
+    item: ReviewItem,
+    *,
+    mine: bool,
+    held_by_other: bool,
+    read: PageResults | None = None,
+    timeline: TimelinePage | None = None,
 ) -> ItemPageRows:
     """Read the decisions (with their reasons, authors and checkers' returns), the queue's
     evidence rules and, for the lease holder, the form's reason codes and hold reasons; name
@@ -104,7 +146,8 @@ def item_page_rows(
     user_model = get_user_model()
     if read is None:
         # An item read on its own (views._render_item after a refused write): its rows now.
-        read = PageResults(*run_together(_page_steps(item.pk)))
+        page = timeline or TimelinePage(viewer_id=0)
+        read = PageResults(*run_together(_page_steps(item.pk, page)))
     decision_columns, (names, reviewer_rows) = split_result(read.decisions, prefix="reviewer__")
     decisions = build_instances(Decision, decision_columns)
     user_id = names.index("id")  # NULL where the decision carries its reviewer's name
@@ -128,6 +171,8 @@ def item_page_rows(
         decisions=decisions,
         evidence_rules=build_instances(EvidenceRule, read.evidence_rules),
         all_reasons=codes,
+        timeline=read.timeline,
+        touched_by=read.touched_by,
     )
     if mine:
         rows.reasons = [

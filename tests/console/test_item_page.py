@@ -103,11 +103,11 @@ def test_a_decided_item_shows_its_decisions(alice_client, alice, queue):
     )
     html = alice_client.get(f"/items/{item.pk}/").content.decode()
     assert "Decided on" in html
-    # The verdict, and what became of it (the item's one story, queue_app/models/story.py).
-    assert (
-        '<td>Reject<div class="quiet decision-status status-pending">effect pending</div></td>'
-        in html
-    )
+    # The verdict in the timeline, and what became of it (the item's one story,
+    # queue_app/models/story.py).
+    timeline = html.split('id="timeline-title"')[1]
+    assert '<span class="rc-badge rc-badge--danger">Reject</span>' in timeline
+    assert '<p class="quiet decision-status status-pending">effect pending</p>' in timeline
     assert "Second &lt;b&gt;passport&lt;/b&gt; on file" in html
     assert 'id="decision-form"' not in html
 
@@ -126,8 +126,10 @@ def test_earlier_decisions_name_the_reviewer_as_they_were_when_deciding(alice_cl
     alice.username = "alice.renamed"
     alice.save()
     html = alice_client.get(f"/items/{item.pk}/").content.decode()
-    assert "<td>alice</td>" in html
-    assert "alice.renamed" not in html.split("Earlier decisions")[-1]
+    # The decision's entry in the timeline (events name a person as they are named now).
+    entry = html.split('class="rc-timeline__event timeline-decision')[1].split("</li>")[0]
+    assert '<span class="timeline-actor">alice</span>' in entry
+    assert "alice.renamed" not in entry
 
 
 def test_a_decision_from_before_names_were_recorded_shows_its_reviewers_name_today(
@@ -144,7 +146,7 @@ def test_a_decision_from_before_names_were_recorded_shows_its_reviewers_name_tod
     bob.save()
     with CaptureQueriesContext(connection) as ctx:
         html = alice_client.get(f"/items/{item.pk}/").content.decode()
-    assert "<td>bob.today</td>" in html.split("Earlier decisions")[-1]
+    assert '<span class="timeline-actor">bob.today</span>' in html.split('id="timeline-title"')[1]
     # Nothing was read lazily for it: the name came with the decision. (The one read of a
     # whole user row is the signed-in reviewer's, with the session.)
     whole_user_rows = [
@@ -239,8 +241,9 @@ def test_its_query_count_does_not_grow_with_history(alice_client, alice, bob, su
     # The session with its user; then the item with its queue and whether I may review it
     # (items_sql.ITEM_WITH_QUEUE_AND_ACCESS), earlier decisions with their pre-0007 authors' names,
     # the reason codes, evidence rules, the hold form's reasons, the lease holder's name and
-    # the checkers' returns (one round trip, services/item_page.read_item_page).
-    assert queries(held.pk) == 8
+    # the checkers' returns, the timeline's page and who else touched the item (one round trip,
+    # services/item_page.read_item_page).
+    assert queries(held.pk) == 10
 
 
 def test_the_item_page_is_two_round_trips(alice_client, alice, bob, queue, monkeypatch):

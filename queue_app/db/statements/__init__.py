@@ -33,6 +33,7 @@ from queue_app.db.statements import (
     oversight,
     replication,
     transparency,
+    timeline,
 )
 
 MODULES: tuple[ModuleType, ...] = (
@@ -53,6 +54,7 @@ MODULES: tuple[ModuleType, ...] = (
     replication,
     appeals,
     transparency,
+    timeline,
 )
 
 
