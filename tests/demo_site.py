@@ -45,6 +45,7 @@ class Demo:
     check_task: int  # carol holds a check of bob's decision
     qa_task: int  # carol holds a QA review of bob's decision
     adjudication_task: int  # admin holds the adjudication of carol's disagreement
+    appeal_task: int  # admin holds the appeal of alice's removal in content-moderation
     decision: int  # bob's decision, overturnable by admin
     samples: dict[str, int] = field(default_factory=dict)  # "app.model" -> a pk, admin pages
 
@@ -106,6 +107,7 @@ def seed_states(*, items: int = DEMO_ITEMS) -> Demo:
     kyc = Queue.objects.get(slug="kyc")
     recon = Queue.objects.get(slug="reconciliation")
     screening = Queue.objects.get(slug="transaction-screening")
+    moderation = Queue.objects.get(slug="content-moderation")
 
     # Alice's item: an identity card, an expired document and a failed liveness check (warnings).
     mine = _high_priority_item(
@@ -165,7 +167,10 @@ def seed_states(*, items: int = DEMO_ITEMS) -> Demo:
     check = claim_lane_task(queue=recon, kind="check", user=carol)
     qa = claim_lane_task(queue=recon, kind="qa", user=carol)
     assert check is not None and qa is not None, "seed_demo left no check or QA task"
-    LaneTask.objects.filter(pk__in=[check.pk, qa.pk, adjudication]).update(
+    # The appeal seed_demo files against alice's removal: the admin, no part of its chain.
+    appeal = claim_lane_task(queue=moderation, kind="appeal", user=admin)
+    assert appeal is not None, "seed_demo left no appeal waiting"
+    LaneTask.objects.filter(pk__in=[check.pk, qa.pk, adjudication, appeal.pk]).update(
         lease_expires=timezone.now() + timedelta(hours=8)
     )
     # Leases that outlive a slow run (a page checked minutes after seeding still shows them).
@@ -183,6 +188,7 @@ def seed_states(*, items: int = DEMO_ITEMS) -> Demo:
         check_task=check.pk,
         qa_task=qa.pk,
         adjudication_task=adjudication,
+        appeal_task=appeal.pk,
         decision=decision.pk,
         samples=admin_samples(),
     )

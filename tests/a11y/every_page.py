@@ -119,6 +119,7 @@ REGISTRY: dict[str, list[Visit] | NotAPage] = {
         Visit("home-admin-with-adjudication", "admin", at("/")),
         Visit("home-no-queues", "mallory", at("/")),
     ],
+    "me-preferences": [Visit("me-preferences", "alice", at("/me/preferences/"))],
     "my-work": [
         Visit("my-work", "bob", at("/my-work/")),
         Visit("my-work-search", "bob", at("/my-work/?subject=Mei")),
@@ -157,10 +158,12 @@ REGISTRY: dict[str, list[Visit] | NotAPage] = {
     "item-suggestion": NotAPage(POST_ONLY),
     "item-attachment-reveal": NotAPage(POST_ONLY),
     "item-attachment": NotAPage("a download: the attachment's bytes (an image or a PDF)"),
+    "item-attachment-page": NotAPage("a PNG: one page of a PDF attachment, drawn on the server"),
     "lane-task": [
         Visit("lane-check", "carol", lambda d: f"/lanes/{d.check_task}/"),
         Visit("lane-qa", "carol", lambda d: f"/lanes/{d.qa_task}/"),
         Visit("lane-adjudication", "admin", lambda d: f"/lanes/{d.adjudication_task}/"),
+        Visit("lane-appeal", "admin", lambda d: f"/lanes/{d.appeal_task}/"),
     ],
     **{
         name: NotAPage(POST_ONLY)
@@ -170,6 +173,7 @@ REGISTRY: dict[str, list[Visit] | NotAPage] = {
             "lane-return",
             "lane-qa",
             "lane-adjudicate",
+            "lane-appeal",
             "lane-release",
             "lane-renew",
         )
@@ -184,6 +188,8 @@ REGISTRY: dict[str, list[Visit] | NotAPage] = {
     "ops:automation_queue": NotAPage(POST_ONLY),
     "ops:oversight_csv": NotAPage("a CSV download"),
     "ops:oversight_json": NotAPage(JSON),
+    "ops:transparency_csv": NotAPage("a CSV download"),
+    "ops:transparency_json": NotAPage(JSON),
     "ops:metrics": NotAPage("Prometheus text for a scraper"),
     "ops:healthz": NotAPage("a health probe's JSON"),
     # -- accounts ------------------------------------------------------------------------------
