@@ -185,6 +185,19 @@ def pgbench_commits(clients: int, seconds: float, dbname: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
+    parser.add_argument(
+        "--flush-ms",
+        type=int,
+        nargs="+",
+        help="added flush levels in ms (default: 0 1 5 10; the restated target needs 0 and 5)",
+    )
+    parser.add_argument(
+        "--spread",
+        choices=("1", "8"),
+        nargs="+",
+        help="queues the decisions are spread over (default: 1 8; the target is judged at 8)",
+    )
+    parser.add_argument("--reps", type=int, help="runs of each side per scenario (default 3)")
     args = parser.parse_args()
     clients, seconds, reps, stock, flush_levels = (
         (4, 1.0, 1, {0: 6_000, -1: 3_000}, (0, 2))
@@ -193,6 +206,9 @@ def main() -> None:
         # runs (and its share of the 8-queue ones), the others only the 8-queue runs.
         else (32, 10.0, 3, {0: 300_000, -1: 40_000}, (0, 1, 5, 10))
     )
+    flush_levels = tuple(args.flush_ms) if args.flush_ms else flush_levels
+    reps = args.reps or reps
+    spreads = set(args.spread or ("1", "8"))
     db = bench_database(DB, smoke=args.smoke)
     scratch_database(db)
     from django.db import connection
@@ -210,6 +226,8 @@ def main() -> None:
         slow_flush(db, flush_ms)
         level = {"added_flush_ms": flush_ms, "scenarios": {}}
         for name, queues in (("1 queue", queue_ids[:1]), ("8 queues", queue_ids)):
+            if name.split()[0] not in spreads:
+                continue
             runs = []
             for _ in range(reps):
                 use_baseline(True, current)

@@ -57,14 +57,17 @@ class ReplicaState:
         return REPLICA if self.usable else "default"
 
 
-def replica_state() -> ReplicaState:
-    """Ask the replica how far behind it is; a replica that does not answer is unreachable."""
+def replica_state(max_lag_seconds: float | None = None) -> ReplicaState:
+    """Ask the replica how far behind it is; a replica that does not answer is unreachable.
+
+    It is usable if no further behind than max_lag_seconds (REVIEW_REPLICA_MAX_LAG_SECONDS
+    unless given)."""
     if REPLICA not in settings.DATABASES:
         return ReplicaState(configured=False)
     from queue_app.db.runner import fetch_dicts
     from queue_app.db.statements import replication as replication_sql
 
-    bound = settings.REVIEW_REPLICA_MAX_LAG_SECONDS
+    bound = settings.REVIEW_REPLICA_MAX_LAG_SECONDS if max_lag_seconds is None else max_lag_seconds
     try:
         [row] = fetch_dicts(replication_sql.REPLICA_LAG, {}, using=REPLICA)
     except DatabaseError as exc:
@@ -86,22 +89,33 @@ def replica_state() -> ReplicaState:
 
 
 @contextmanager
-def replica_reads() -> Iterator[None]:
+def replica_reads(max_lag_seconds: float | None = None) -> Iterator[None]:
     """Within the block, let reads that tolerate replication lag go to the replica (if it is up
-    and no further behind than REVIEW_REPLICA_MAX_LAG_SECONDS; else to the primary)."""
-    token = _reads_go_to.set(replica_alias())
+    and no further behind than max_lag_seconds, by default REVIEW_REPLICA_MAX_LAG_SECONDS; else
+    to the primary)."""
+    with reads_on(replica_alias(max_lag_seconds)):
+        yield
+
+
+@contextmanager
+def reads_on(alias: str) -> Iterator[None]:
+    """Within the block, send reads to alias ("default" or the replica's, as replica_alias()
+    chose it: the caller has already decided the reads tolerate that replica's lag)."""
+    if alias not in ("default", REPLICA):
+        raise ValueError(f"reads go to the primary or the replica, not {alias!r}")
+    token = _reads_go_to.set(alias)
     try:
         yield
     finally:
         _reads_go_to.reset(token)
 
 
-def replica_alias() -> str:
-    """Return the replica's alias if one is configured and fit to read from, else the
-    primary's."""
+def replica_alias(max_lag_seconds: float | None = None) -> str:
+    """Return the replica's alias if one is configured and fit to read from (no further behind
+    than max_lag_seconds, by default REVIEW_REPLICA_MAX_LAG_SECONDS), else the primary's."""
     if REPLICA not in settings.DATABASES:
         return "default"
-    return replica_state().reads_from
+    return replica_state(max_lag_seconds).reads_from
 
 
 def read_alias() -> str:

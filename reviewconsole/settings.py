@@ -216,6 +216,16 @@ if REVIEW_REPLICA_MAX_LAG_SECONDS < 0:
         "REVIEW_REPLICA_MAX_LAG_SECONDS must be 0 or more seconds (0: only a replica that has "
         f"replayed everything it received serves reads); got {REVIEW_REPLICA_MAX_LAG_SECONDS}."
     )
+# The API's lag-tolerant reads (GET /api/v1/items and /items/{id}) take a tighter bound: an
+# upstream system polling an item's state should not see it seconds old (queue_app/api/
+# replica_reads.py, docs/api.md).
+REVIEW_API_REPLICA_MAX_LAG_SECONDS = env.float("REVIEW_API_REPLICA_MAX_LAG_SECONDS", default=5.0)
+if REVIEW_API_REPLICA_MAX_LAG_SECONDS < 0:
+    raise ImproperlyConfigured(
+        "REVIEW_API_REPLICA_MAX_LAG_SECONDS must be 0 or more seconds (0: only a replica that "
+        "has replayed everything it received serves the API's reads); got "
+        f"{REVIEW_API_REPLICA_MAX_LAG_SECONDS}."
+    )
 DATABASE_ROUTERS = ["reviewconsole.routers.ReplicaRouter"]
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -13,6 +13,7 @@ from queue_app import errors, services
 from queue_app.api.auth import client_of, find_queue, require_queue, require_scope, visible_item
 from queue_app.api.failures import ApiProblem, limit_body, refusals, responses
 from queue_app.api.payloads import item_out, subject_item_out
+from queue_app.api.replica_reads import lag_tolerant, says_where_it_read
 from queue_app.api.schemas import (
     SUBJECT_LIST_LIMIT,
     EvidenceIn,
@@ -112,12 +113,18 @@ def replace_evidence(request: HttpRequest, item_id: ItemId, body: EvidenceIn) ->
     tags=["items"],
     summary="An item's state, standing outcome and decisions",
 )
+@decorate_view(says_where_it_read)
 def get_item(request: HttpRequest, item_id: ItemId) -> dict[str, Any]:
-    """Return state, standing outcome, decisions in order (with supersedes) and applied status."""
+    """Return state, standing outcome, decisions in order (with supersedes) and applied status.
+
+    Read from the replica when one is up and at most REVIEW_API_REPLICA_MAX_LAG_SECONDS behind
+    (else, or if the replica does not have the item yet, from the primary); the response header
+    X-Review-Read-From says which. Send `X-Review-Read-From: primary` to read your own write.
+    """
     client = client_of(request)
     if not (client.can_intake or client.can_adjudicate):
         raise errors.NotPermitted("This API client has no scope.")
-    return item_out(visible_item(client, item_id), client)
+    return lag_tolerant(request, lambda: item_out(visible_item(client, item_id), client))
 
 
 @router.get(
@@ -127,6 +134,7 @@ def get_item(request: HttpRequest, item_id: ItemId) -> dict[str, Any]:
     tags=["items"],
     summary="A subject's items, newest first, in the queues this client is granted",
 )
+@decorate_view(says_where_it_read)
 def list_items(
     request: HttpRequest,
     subject_key: SubjectKey,
@@ -135,11 +143,15 @@ def list_items(
     """List the items of one subject_key (the customer, account or merchant), newest first.
 
     Items in queues this client is not granted are left out, never counted: the
-    same access rule as every other endpoint, applied in the one query.
+    same access rule as every other endpoint, applied in the one query. Read from the replica
+    as GET /items/{item_id} is (header X-Review-Read-From).
     """
     client = client_of(request)
     if not (client.can_intake or client.can_adjudicate):
         raise errors.NotPermitted("This API client has no scope.")
-    rows = services.subject_history(subject_key=subject_key, user=client.user, limit=limit)
+    rows = lag_tolerant(
+        request,
+        lambda: services.subject_history(subject_key=subject_key, user=client.user, limit=limit),
+    )
     now = timezone.now()
     return {"subject_key": subject_key, "items": [subject_item_out(row, now) for row in rows]}

@@ -222,7 +222,7 @@ class ReviewItemManager(models.Manager[_Item]):
         return rows[0] if rows else None
 
     def subject_history(
-        self, *, subject_key: str, exclude_id: int, user_id: int, limit: int
+        self, *, subject_key: str, exclude_id: int, user_id: int, limit: int, using: str = "default"
     ) -> list[dict[str, Any]]:
         return fetch_dicts(
             items_sql.SUBJECT_HISTORY,
@@ -232,6 +232,7 @@ class ReviewItemManager(models.Manager[_Item]):
                 "owner_id": user_id,
                 "limit": limit,
             },
+            using=using,
         )
 
 

@@ -27,9 +27,12 @@ BLIND_NOTE = "Hidden while you hold this item's blind QA review."
 def _held_qa_tasks(user: User) -> Iterable[int]:
     # A lease that ran out is still the holder's until someone else claims the task (a renew
     # takes it back), so the expiry does not lift the rule; lanetask_open_owner serves this.
-    return LaneTask.objects.filter(
-        kind=LaneKind.QA, state=LaneState.OPEN, lease_owner_id=user.pk
-    ).values_list("item_id", flat=True)
+    # Always the primary, even inside replica_reads(): a lease taken a moment ago blinds at once.
+    return (
+        LaneTask.objects.using("default")
+        .filter(kind=LaneKind.QA, state=LaneState.OPEN, lease_owner_id=user.pk)
+        .values_list("item_id", flat=True)
+    )
 
 
 def blinded_item_ids(*, user: User) -> frozenset[int]:

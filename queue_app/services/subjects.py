@@ -7,6 +7,7 @@ from typing import Any
 from queue_app.models import ReviewItem
 from queue_app.services._common import User
 from queue_app.services.blindness import blinded_item_ids
+from reviewconsole.routers import read_alias
 
 SUBJECT_HISTORY_LIMIT = 20
 
@@ -40,9 +41,13 @@ def subject_history(
         exclude_id=exclude_id,
         user_id=user.pk,
         limit=limit,
+        # The replica inside replica_reads() (the API's list: queue_app/api/replica_reads.py);
+        # the primary everywhere else, the console's item page included.
+        using=read_alias(),
     )
     # Blind QA (services/blindness.py): an item whose QA review the user holds is listed
-    # without its outcome, as if undecided.
+    # without its outcome, as if undecided. Asked of the primary even here: a QA lease taken
+    # a moment ago must blind at once.
     blinded = blinded_item_ids(user=user) if rows else frozenset()
     for row in rows:
         if row["id"] in blinded:

@@ -1,4 +1,4 @@
-"""What REVIEW_TRANSACTION_POOLER and REVIEW_REPLICA_MAX_LAG_SECONDS do to the settings, read
+"""What REVIEW_TRANSACTION_POOLER and the replica lag bounds do to the settings, read
 from the production settings module in a fresh process (as a deployment's environment sets
 them)."""
 
@@ -21,6 +21,7 @@ print(json.dumps({
     "server_side_cursors_off": default.get("DISABLE_SERVER_SIDE_CURSORS", False),
     "direct": settings.DATABASE_DIRECT_URL,
     "max_lag": settings.REVIEW_REPLICA_MAX_LAG_SECONDS,
+    "api_max_lag": settings.REVIEW_API_REPLICA_MAX_LAG_SECONDS,
 }))
 """
 
@@ -61,9 +62,16 @@ def test_behind_a_transaction_pooler_no_session_state_is_asked_for():
     assert "idle_in_transaction_session_timeout" in direct["options"]
     assert direct["server_side_cursors_off"] is False
     assert direct["max_lag"] == 30.0
+    assert direct["api_max_lag"] == 5.0
 
 
 def test_a_negative_lag_bound_is_refused_with_what_to_set():
     done = _settings(REVIEW_REPLICA_MAX_LAG_SECONDS="-1")
     assert done.returncode != 0
     assert "REVIEW_REPLICA_MAX_LAG_SECONDS must be 0 or more seconds" in done.stderr
+
+
+def test_a_negative_api_lag_bound_is_refused_with_what_to_set():
+    done = _settings(REVIEW_API_REPLICA_MAX_LAG_SECONDS="-0.5")
+    assert done.returncode != 0
+    assert "REVIEW_API_REPLICA_MAX_LAG_SECONDS must be 0 or more seconds" in done.stderr

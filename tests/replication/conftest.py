@@ -64,3 +64,22 @@ def replicated(
         connection.settings_dict.clear()
         connection.settings_dict.update(saved)
         ContentType.objects.clear_cache()
+
+
+@pytest.fixture
+def ran(replicated: Replication) -> Iterator[dict[str, list[str]]]:
+    """The statements each alias ran during the test, from when it asks."""
+    seen: dict[str, list[str]] = {"default": [], "replica": []}
+
+    def recorder(into: list[str]) -> Any:
+        def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+            into.append(sql)
+            return execute(sql, params, many, context)
+
+        return record
+
+    for alias, into in seen.items():
+        connections[alias].execute_wrappers.append(recorder(into))
+    yield seen
+    for alias in seen:
+        connections[alias].execute_wrappers.clear()

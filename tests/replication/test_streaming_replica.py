@@ -10,12 +10,10 @@ connection ran.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import connections
 from django.test import Client
 
 from queue_app.admin.decisions import _export_response
@@ -27,25 +25,6 @@ from tests.replication.cluster import Replication
 from tests.worker.conftest import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def ran(replicated: Replication) -> Iterator[dict[str, list[str]]]:
-    """The statements each alias ran during the test, from when it asks."""
-    seen: dict[str, list[str]] = {"default": [], "replica": []}
-
-    def recorder(into: list[str]) -> Any:
-        def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-            into.append(sql)
-            return execute(sql, params, many, context)
-
-        return record
-
-    for alias, into in seen.items():
-        connections[alias].execute_wrappers.append(recorder(into))
-    yield seen
-    for alias in seen:
-        connections[alias].execute_wrappers.clear()
 
 
 def _decide_two(queue: Any, reviewer: User, prefix: str = "item") -> None:
