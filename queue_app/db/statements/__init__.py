@@ -32,8 +32,8 @@ from queue_app.db.statements import (
     outbox,
     oversight,
     replication,
-    transparency,
     timeline,
+    transparency,
 )
 
 MODULES: tuple[ModuleType, ...] = (
