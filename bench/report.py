@@ -544,8 +544,8 @@ def main() -> None:
                 if shares
                 else "Target (restated): not measured (no floor side in this run)."
             )
-            + " The former target, ≥ 1.2 of procrastinate, is beyond what any Python client of "
-            f"these statements reaches here (below); ours / procrastinate is at worst {worst}.",
+            + " The former target, ≥ 1.2 of procrastinate, is context now: ours / "
+            f"procrastinate is at worst {worst}.",
             "",
         ]
         if all("floor_ratio" in r for r in peer["levels"].values()):
