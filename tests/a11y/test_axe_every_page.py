@@ -168,6 +168,7 @@ def _serve_rendered(page: Any, url: str, visit: Visit, demo: Demo) -> None:
 # django_db: the marker that has pytest-django create the test database the site is seeded in
 # (each test's own transaction is empty: the pages are read by the server, not by the test).
 @pytest.mark.browser
+@pytest.mark.every_page
 @pytest.mark.django_db
 @pytest.mark.parametrize("viewport", list(VIEWPORTS))
 @pytest.mark.parametrize("theme", THEMES)
