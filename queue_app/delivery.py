@@ -206,11 +206,19 @@ def send_notice(statement: StatementOfReasons) -> dict[str, Any]:
 
 def _due(channel: str, limit: int) -> list[StatementDelivery]:
     # In order per item: a statement's delivery waits while the one of the statement it
-    # replaces is not done on the same channel (retrying, dead, or in another worker's open
+    # replaces is not done on the same channel (retrying, or in another worker's open
     # transaction), so the platform never hears "lifted" before the restriction it lifts.
+    # On the notice channel a dead earlier notice blocks too, until an operator retries it:
+    # the affected person must not be told a restriction was lifted, or replaced, before being
+    # told of it. The Transparency Database keeps no order between statements (each is a
+    # record of its own, the replacement naming nothing of the earlier one), so there a dead
+    # earlier submission (refused for good) does not hold back the one that corrects it;
+    # one still retrying is waited for, keeping the database's record in the order decided.
     earlier = StatementDelivery.objects.filter(
         statement_id=OuterRef("statement__replaces_id"), channel=channel, done_at__isnull=True
     )
+    if channel == DeliveryChannel.TRANSPARENCY_DATABASE:
+        earlier = earlier.filter(dead=False)
     rows: QuerySet[StatementDelivery] = (
         StatementDelivery.objects.select_for_update(skip_locked=True, of=("self",))
         .exclude(Exists(earlier))

@@ -6,6 +6,7 @@ the app. API clients come first, as they did when they lived beside the API.
 
 from queue_app.admin import (  # noqa: F401
     api_clients,
+    appeals,
     base,
     config,
     decisions,

@@ -78,12 +78,18 @@ class AppealOut(Schema):
     received_at: datetime
     due_at: datetime
     window_ends_at: datetime
-    status: str = Field(description="pending, upheld, reversed or closed.")
+    status: str = Field(
+        description="pending, upheld, reversed or closed; reversal_returned when the "
+        "reversal's overturn was returned by its checker (not final: the decision stands)."
+    )
     decided_at: datetime | None
     overturn_id: int | None = Field(description="A reversal's overturn decision.")
     corrected_verdict: str | None
     reasons: str | None
-    notice: str | None = Field(description="The outcome notice: waiting, done or dead.")
+    notice: str | None = Field(
+        description="The outcome notice: waiting, done or dead; held while a returned "
+        "reversal is not final."
+    )
 
 
 @router.post(

@@ -63,7 +63,7 @@ from queue_app.services import (
     return_check,
     user_lane_kinds,
 )
-from queue_app.services.appeals import appeal_of_task, decide_appeal
+from queue_app.services.appeals import appeal_of_task, decide_appeal, returned_reversal
 from queue_app.services.blindness import is_blind_to
 from queue_app.services.lanes import LANE_NAMES
 
@@ -183,6 +183,8 @@ def _context(request: HttpRequest, task: LaneTask, **more: Any) -> dict[str, Any
             None if context["replaced_by"] else overturn_of(decision_id=task.decision_id)
         )
         context["decision"] = decision
+        # A reversal whose overturn its checker returned: not final, its notice held.
+        context["reversal_returned"] = returned_reversal(context["outcome"])
         if mine:
             context["overturn_reasons"] = _overturn_reasons(task)
     if (

@@ -2209,7 +2209,7 @@ SELECT application_name, client_addr::text AS client_addr, state,
 -- appeals: The statements behind the appeal figures (/ops/, /metrics).
 
 -- name: APPEAL_FIGURES
--- Appeals per queue: received, pending, past deadline, decided, reversed, median time.
+-- Appeals per queue: received, pending, past deadline, decided, reversed, median time, reversals returned.
 SELECT q.slug,
        count(*) AS received,
        count(*) FILTER (WHERE t.state = 'open') AS pending,
@@ -2219,11 +2219,13 @@ SELECT q.slug,
        percentile_cont(0.5) WITHIN GROUP (
            ORDER BY extract(epoch FROM o.created_at - a.received_at))
            FILTER (WHERE o.result IN ('upheld', 'overturned')) AS median_seconds,
-       count(*) FILTER (WHERE n.dead) AS notices_dead
+       count(*) FILTER (WHERE n.dead) AS notices_dead,
+       count(*) FILTER (WHERE s.status = 'returned') AS reversals_returned
   FROM queue_app_appeal AS a
   JOIN queue_app_queue AS q ON q.id = a.queue_id
   JOIN queue_app_lanetask AS t ON t.id = a.task_id
   LEFT JOIN queue_app_laneoutcome AS o ON o.task_id = t.id
+  LEFT JOIN queue_app_decisionstatus AS s ON s.decision_id = o.overturn_id
   LEFT JOIN queue_app_appealnotice AS n ON n.appeal_id = a.id
  GROUP BY q.slug
  ORDER BY q.slug;

@@ -204,6 +204,11 @@ class AppealCollector(Collector):
             "appeals_median_seconds_to_decide", "Median seconds from receipt to decision.", q
         )
         dead = _gauge("appeals_notices_dead", "Appeal outcome notices that are dead.", q)
+        returned = _gauge(
+            "appeals_reversals_returned",
+            "Appeal reversals whose overturn its checker returned: not final, notice held.",
+            q,
+        )
         for f in self.figures:
             received.add_metric([f.queue], f.received)
             pending.add_metric([f.queue], f.pending)
@@ -211,13 +216,14 @@ class AppealCollector(Collector):
             decided.add_metric([f.queue], f.decided)
             reversed_.add_metric([f.queue], f.reversed)
             dead.add_metric([f.queue], f.notices_dead)
+            returned.add_metric([f.queue], f.reversals_returned)
             if f.reversed_share is not None and f.reversed_interval is not None:
                 share.add_metric([f.queue, "value"], f.reversed_share)
                 share.add_metric([f.queue, "low"], f.reversed_interval[0])
                 share.add_metric([f.queue, "high"], f.reversed_interval[1])
             if f.median_seconds is not None:
                 median.add_metric([f.queue], f.median_seconds)
-        yield from (received, pending, past, decided, reversed_, share, median, dead)
+        yield from (received, pending, past, decided, reversed_, share, median, dead, returned)
 
 
 class SealingCollector(Collector):

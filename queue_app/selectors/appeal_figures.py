@@ -2,7 +2,8 @@
 
 Received, pending, past their deadline, the reversed share of those decided with its Wilson
 interval (the helper the oversight figures use: honest for the small numbers appeals come in),
-and the median time from receipt to a decision.
+and the median time from receipt to a decision; and the reversals whose overturn its checker
+returned, which an operator must take up (the lane cannot decide them again).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ class AppealFigures:
     reversed: int
     median_seconds: float | None
     notices_dead: int
+    # Reversals whose overturn its checker returned: not final, their notice held.
+    reversals_returned: int = 0
 
     @property
     def reversed_share(self) -> float | None:
@@ -75,6 +78,7 @@ def read_appeal_figures() -> list[AppealFigures]:
                 float(row["median_seconds"]) if row["median_seconds"] is not None else None
             ),
             notices_dead=row["notices_dead"],
+            reversals_returned=row["reversals_returned"],
         )
         for row in fetch_dicts(appeals_sql.APPEAL_FIGURES, {})
     ]

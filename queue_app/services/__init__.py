@@ -62,7 +62,11 @@ from queue_app.services.leases import (
     release_lease,
     renew_lease,
 )
-from queue_app.services.outbox import retry_effect_jobs, retry_statement_deliveries
+from queue_app.services.outbox import (
+    retry_appeal_notices,
+    retry_effect_jobs,
+    retry_statement_deliveries,
+)
 from queue_app.services.subjects import SUBJECT_HISTORY_LIMIT, subject_history
 from queue_app.services.wellness import preferences_save
 
@@ -118,6 +122,7 @@ __all__ = [
     "replace_evidence",
     "replaced_by",
     "resume_hold",
+    "retry_appeal_notices",
     "retry_effect_jobs",
     "retry_statement_deliveries",
     "return_check",

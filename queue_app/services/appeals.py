@@ -276,10 +276,37 @@ def appeal_for_client(*, client: ApiClient, appeal_id: int) -> Appeal | None:
     )
 
 
+def returned_reversal(outcome: LaneOutcome | None) -> Decision | None:
+    """The overturn of a reversal that its checker returned (four eyes), if this is one.
+
+    Such an appeal's outcome is not final: the decision appealed still stands, and the outcome
+    notice is held (appeal_delivery waits for the overturn to be applied, which a returned one
+    never is). Its task is done and its outcome recorded (both append-only, one appeal task per
+    decision), so the appeals lane cannot decide it again: it is shown as such on the lane page,
+    in the admin, on /ops/ and through the API, for an operator to take up.
+    """
+    if outcome is None or outcome.overturn_id is None:
+        return None
+    overturn = Decision.objects.select_related("story").get(pk=outcome.overturn_id)
+    story = getattr(overturn, "story", None)
+    if story is not None and story.status == DecisionStatus.RETURNED:
+        return overturn
+    return None
+
+
 def appeal_status(appeal: Appeal) -> dict[str, Any]:
-    """What the platform may know of an appeal: where it is, and its outcome once decided."""
+    """What the platform may know of an appeal: where it is, and its outcome once decided.
+
+    A reversal its checker returned is "reversal_returned", its notice "held": not final.
+    """
     outcome = getattr(appeal.task, "outcome", None)
     notice = AppealNotice.objects.filter(appeal_id=appeal.pk).first()
+    returned = returned_reversal(outcome) is not None
+    status = "pending" if outcome is None else _RESULT_WORDS[outcome.result]
+    notice_status = notice.status if notice else None
+    if returned:
+        status = "reversal_returned"
+        notice_status = "held" if notice_status == "waiting" else notice_status
     return {
         "id": appeal.pk,
         "reference": appeal.reference,
@@ -288,12 +315,12 @@ def appeal_status(appeal: Appeal) -> dict[str, Any]:
         "received_at": appeal.received_at,
         "due_at": appeal.due_at,
         "window_ends_at": appeal.window_ends_at,
-        "status": "pending" if outcome is None else _RESULT_WORDS[outcome.result],
+        "status": status,
         "decided_at": outcome.created_at if outcome else None,
         "overturn_id": outcome.overturn_id if outcome else None,
         "corrected_verdict": outcome.verdict or None if outcome else None,
         "reasons": outcome.note if outcome else None,
-        "notice": notice.status if notice else None,
+        "notice": notice_status,
     }
 
 

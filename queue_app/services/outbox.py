@@ -1,4 +1,5 @@
-"""The outbox as operators touch it: putting dead effect jobs and statement deliveries back."""
+"""The outbox as operators touch it: putting dead effect jobs, statement deliveries and appeal
+outcome notices back."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from django.db import transaction
 from django.db.models.functions import Now
 
 from queue_app.db.runner import wake_apply_workers_after_commit
-from queue_app.models import EffectJob, StatementDelivery
+from queue_app.models import AppealNotice, EffectJob, StatementDelivery
 from queue_app.services._common import User, log_extra, logger
 from queue_app.services.access import hold_permission
 
@@ -62,6 +63,33 @@ def retry_statement_deliveries(*, delivery_ids: Iterable[int], operator: User) -
         if revived:
             logger.info(
                 "statement deliveries retried by operator",
+                extra=log_extra(count=revived, reviewer=operator.pk),
+            )
+            wake_apply_workers_after_commit()
+    return revived
+
+
+def retry_appeal_notices(*, appeal_ids: Iterable[int], operator: User) -> int:
+    """Put the dead outcome notices of these appeals back in line; return how many were dead.
+
+    The notice is rendered from the appeal's outcome when sent, with the same idempotency key
+    (appeal_delivery.idempotency_key): a platform that received it before keeps the first.
+    Refused whole (PermissionDenied, nothing changed) unless the operator holds
+    change_appealnotice as the database reads it in this transaction.
+    """
+    with transaction.atomic():
+        hold_permission(
+            user=operator,
+            perm="queue_app.change_appealnotice",
+            refusal="Retrying an appeal outcome notice needs permission to change appeal "
+            "outcome notices. Nothing was retried.",
+        )
+        revived = AppealNotice.objects.filter(
+            appeal_id__in=list(appeal_ids), dead=True, done_at__isnull=True
+        ).update(dead=False, attempts=0, next_attempt_at=Now())
+        if revived:
+            logger.info(
+                "appeal outcome notices retried by operator",
                 extra=log_extra(count=revived, reviewer=operator.pk),
             )
             wake_apply_workers_after_commit()

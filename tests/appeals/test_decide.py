@@ -171,3 +171,53 @@ def test_a_reversal_the_check_policy_covers_waits_for_its_checker(
     assert appeal_delivery.deliver_appeal_notices() == 1
     [sent] = outcome_notices(platform)
     assert sent["outcome"] == "reversed"
+
+
+def test_a_reversal_its_checker_returns_is_shown_as_not_final_and_its_notice_is_held(
+    appeal, dave, carol, platform, notifying_posts, client, api
+):
+    """The checker returns the reversal's overturn: the decision appealed still stands, so the
+    appeal is not "reversed". Its task and outcome are append-only (one appeal task per
+    decision), so the lane cannot decide it again: every surface says so, and the notice is
+    held, never sent as "reversed"."""
+    from django.urls import reverse
+
+    from queue_app.models import CheckPolicy, DecisionStatus
+    from queue_app.selectors.appeal_figures import read_appeal_figures
+    from queue_app.services import return_check
+
+    CheckPolicy.objects.create(queue=notifying_posts, verdict="approve")
+    task = claimed(appeal, dave)
+    outcome = appeals.decide_appeal(
+        task_id=task.pk,
+        user=dave,
+        lease_token=task.lease_token,
+        reverse=True,
+        corrected_verdict="approve",
+        reason_code="reviewer_error",
+        reasons="A warning, not a scam.",
+    )
+    check = claim_lane_task(queue=notifying_posts, kind="check", user=carol)
+    assert check.decision_id == outcome.overturn_id
+    return_check(task_id=check.pk, user=carol, lease_token=check.lease_token, note="It was a scam.")
+    while apply_batch():
+        pass
+    overturn = Decision.objects.get(pk=outcome.overturn_id)
+    assert overturn.story.status == DecisionStatus.RETURNED
+    # The returned overturn stays in the log; the appeal's outcome names it.
+    assert LaneOutcome.objects.get(task_id=task.pk).overturn_id == overturn.pk
+
+    assert appeal_delivery.deliver_appeal_notices() == 0
+    assert outcome_notices(platform) == []
+    assert AppealNotice.objects.get(appeal=appeal).status == "waiting"
+
+    answer = api.get(f"/appeals/{appeal.pk}").body
+    assert (answer["status"], answer["notice"]) == ("reversal_returned", "held")
+
+    [figures] = read_appeal_figures()
+    assert figures.reversals_returned == 1
+
+    client.force_login(dave)
+    page = client.get(reverse("lane-task", args=[task.pk])).content.decode()
+    assert 'id="appeal-reversal-returned"' in page
+    assert f"Overturn #{overturn.pk} was returned by its checker" in page

@@ -88,4 +88,5 @@ def test_the_dashboard_shows_them(client, four_appeals):
         "reversed": f"1 of 2 (50%, 95% CI {low:.0%}\u2013{high:.0%})".replace("%", "\u00a0%"),
         "median": "2 h 0 min",
         "notices_dead": "0",
+        "reversals_returned": "0",
     }

@@ -181,3 +181,38 @@ def test_an_unset_token_waits_naming_its_variable_and_no_token_is_logged(
     assert delivery.submit_statements() == 1
     assert list(standin.stored()) == [statement.puid]
     assert TOKEN not in caplog.text
+
+
+@pytest.mark.django_db
+def test_a_statement_refused_for_good_does_not_hold_back_the_one_replacing_it(
+    posts, alice, supervisor, standin
+):
+    """The database keeps no order between statements: a dead earlier submission (refused for
+    good) must not keep the overturn's statement out of it forever. The notice channel keeps
+    its order: the affected person is not told of a replacement before the first."""
+    from queue_app.apply import apply_batch
+    from queue_app.services import overturn_decision
+    from tests.conftest import with_overturn_permission
+
+    (first,) = built(posts, alice)
+    StatementDelivery.objects.filter(statement=first).update(dead=True)  # refused for good
+    # The queue's policy now restricts approvals: the overturn's statement is a restriction
+    # of its own, with a submission, replacing the first.
+    posts.statement_policy.restricting_verdict = "approve"
+    posts.statement_policy.save()
+    overturn = overturn_decision(
+        decision_id=first.decision_id,
+        admin=with_overturn_permission(supervisor),
+        corrected_verdict="approve",
+        reason_code="reviewer_error",
+        note="Restricted on other grounds",
+    )
+    while apply_batch():
+        pass
+    second = StatementOfReasons.objects.get(decision_id=overturn.pk)
+    assert second.replaces_id == first.pk and second.kind == StatementKind.RESTRICTION
+    assert delivery.submit_statements() == 1
+    assert list(standin.stored()) == [second.puid]
+    assert second.deliveries.get(channel=TDB).done_at is not None
+    # The first's dead notice still holds the second's back until an operator retries it.
+    assert delivery.deliver_notices() == 0

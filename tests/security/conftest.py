@@ -19,6 +19,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.db import transaction
 from django.db.models.functions import Now
 from django.test import Client
+from django.utils import timezone
 
 from queue_app.api.auth import issue_api_client
 from queue_app.apply import apply_one
@@ -235,6 +236,7 @@ def _statement_rows(bob) -> dict[str, int]:
         statement = record_statement(decision=decide(posts, bob))
     assert statement is not None
     return {
+        "queue_app.appeal": _appeal(statement).pk,
         "queue_app.statementpolicy": policy.pk,
         "queue_app.reasonmapping": mapping.pk,
         "queue_app.statementofreasons": statement.pk,
@@ -242,3 +244,36 @@ def _statement_rows(bob) -> dict[str, int]:
         .first()
         .pk,
     }
+
+
+def _appeal(statement) -> Any:
+    """An appeal of the statement's decision, as filed (its task open), for the admin's pages."""
+    from queue_app.models import Appeal, LaneKind, LaneTask
+
+    decision = statement.decision
+    client, _ = issue_api_client(
+        name="appeals-platform", can_intake=True, can_adjudicate=False, queues=[decision.queue]
+    )
+    now = timezone.now()
+    task = LaneTask.objects.create(
+        kind=LaneKind.APPEAL,
+        queue_id=decision.queue_id,
+        item_id=decision.item_id,
+        decision=decision,
+        maker_id=decision.reviewer_id,
+        due_at=now + timedelta(days=14),
+    )
+    return Appeal.objects.create(
+        queue_id=decision.queue_id,
+        item_id=decision.item_id,
+        decision=decision,
+        statement=statement,
+        client=client,
+        reference="complaint-1",
+        request_sha256="0" * 64,
+        text="Please look again.",
+        received_at=now,
+        due_at=now + timedelta(days=14),
+        window_ends_at=now + timedelta(days=180),
+        task=task,
+    )

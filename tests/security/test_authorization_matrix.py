@@ -86,6 +86,9 @@ EXPECTED: list[tuple[str, dict[str, str]]] = [
     ("admin:queue_app_statementofreasons_delete", staff("403", "403")),
     ("admin:queue_app_statementdelivery_add", staff("403", "403")),
     ("admin:queue_app_statementdelivery_delete", staff("403", "403")),
+    # Appeals are filed through the API and decided in their lane: read-only here.
+    ("admin:queue_app_appeal_add", staff("403", "403")),
+    ("admin:queue_app_appeal_delete", staff("403", "403")),
     ("admin:queue_app_statementpolicy_delete", staff("403", "403")),
     # Clients are revoked and reason codes retired, never deleted.
     ("admin:queue_app_apiclient_delete", staff("403", "403")),
