@@ -50,6 +50,9 @@ NOT_WALKED = {
     "api/v1/items/<item_id>/attachments/<name>": "an attachment's bytes: evidence, no decision",
     "items/<int:item_id>/attachments/<str:sha256>/": "an attachment's bytes: evidence",
     "items/<int:item_id>/attachments/<str:sha256>/reveal/": "an attachment's bytes: evidence",
+    "items/<int:item_id>/attachments/<str:sha256>/pages/<int:page>/": (
+        "a PDF attachment's page as a PNG: evidence, no decision"
+    ),
 }
 
 CONVERTER = re.compile(r"<(?:(?P<conv>\w+):)?(?P<name>\w+)>")
