@@ -37,7 +37,7 @@ def _hold(client, leased: ReviewItem, hold_until: str):
     )
     assert response.status_code == 302
     page = client.get(response["Location"]).content.decode().replace("&#x27;", "'")
-    return re.search(r'<ul class="messagelist"[^>]*>(.*?)</ul>', page, re.S).group(1)
+    return re.search(r'<ul class="messagelist[^"]*"[^>]*>(.*?)</ul>', page, re.S).group(1)
 
 
 def _in_three_hours(fmt: str) -> str:

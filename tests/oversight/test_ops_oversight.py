@@ -69,7 +69,7 @@ def test_the_dashboard_explains_each_figure_in_tables_a_screen_reader_can_read(
     section = oversight_section(html)
     assert text(section.find("h2")) == "Oversight of machine suggestions"
     queue = section.find(".//section[@id='oversight-screen']")
-    tables = queue.findall("table")
+    tables = queue.findall(".//table")
     assert [text(t.find("caption")) for t in tables] == [
         "Calibration: how often people agreed with the suggestion, by its confidence",
         "Automation bias: agreement with the suggestion when it was seen before the choice, "
@@ -79,8 +79,13 @@ def test_the_dashboard_explains_each_figure_in_tables_a_screen_reader_can_read(
     ]
     for table in tables:
         assert all(th.get("scope") in {"col", "row"} for th in table.iter("th"))
-    # Every table is followed by its one-sentence explanation.
-    kinds = [(c.tag, c.get("class")) for c in queue if c.tag in ("table", "p")]
+    # Every table (in its scroll box on a narrow screen) is followed by its one-sentence
+    # explanation.
+    kinds = [
+        (c.tag, c.get("class"))
+        for c in [w.find("table") if w.get("class") == "rc-table-wrap" else w for w in queue]
+        if c is not None and c.tag in ("table", "p")
+    ]
     assert [tag for tag, _ in kinds] == ["table", "p"] * 4
     assert {cls for tag, cls in kinds if tag == "p"} == {"help"}
     band = queue.find(".//tr[@data-band='0.50 to 0.70']")

@@ -68,8 +68,10 @@ def test_it_reads_the_window_through_an_index_on_created_at(screen, alice, name)
     # An index scan names the index with "using"; a bitmap scan (PostgreSQL 15 chooses one
     # for the BRIN index) names it after "Bitmap Index Scan on".
     assert re.search(
-        r"(using (decision_created_brin|decision_reviewer_recent) on queue_app_decision"
-        r"|Bitmap Index Scan on (decision_created_brin|decision_reviewer_recent))",
+        r"(using (decision_created_brin|decision_reviewer_recent|decision_suggested_at)"
+        r" on queue_app_decision"
+        r"|Bitmap Index Scan on (decision_created_brin|decision_reviewer_recent"
+        r"|decision_suggested_at))",
         plan,
     ), plan
     assert timedelta(days=90) == WINDOW
