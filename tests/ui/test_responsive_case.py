@@ -80,3 +80,38 @@ def test_on_a_phone_the_item_page_needs_the_bottom_bar_and_it_works_in_one_press
     # On a wide screen there is no bar: the decision is beside the evidence.
     page.set_viewport_size(VIEWPORTS["laptop"])
     expect(page.locator(".rc-bottom-bar")).to_be_hidden()
+
+
+def test_documents_beside_the_evidence_leave_it_readable_and_stay_in_their_panel(
+    page: Page, live_server, queue, checked_queue, case_users
+):
+    # At 1366 px documents beside the evidence left nested values a letter per line, and a
+    # wide image ran out of its card; the bar's link was drawn blue on blue.
+    from queue_app.services import put_attachment
+    from tests.attachments.conftest import image_bytes
+
+    url = open_case_page(
+        "item", page, live_server, queue=queue, checked=checked_queue, users=case_users
+    )
+    item_id = int(url.rstrip("/").rsplit("/", 1)[1])
+    put_attachment(
+        item_id=item_id,
+        actor=case_users["alice"],
+        name="wide.png",
+        data=image_bytes(size=(900, 500)),
+    )
+    for size in VIEWPORTS:
+        _measure(page, url, "item", size)
+        image = page.locator(".attachment-image").first
+        panel = page.locator("section.documents").first
+        inside = page.evaluate(
+            "([i, p]) => i.getBoundingClientRect().right <= p.getBoundingClientRect().right + 0.5",
+            [image.element_handle(), panel.element_handle()],
+        )
+        assert inside, f"the image runs out of its panel at {size}"
+    page.set_viewport_size(VIEWPORTS["phone"])
+    page.reload()
+    colours = page.locator("#jump-to-decision").evaluate(
+        "(a) => [getComputedStyle(a).color, getComputedStyle(a).backgroundColor]"
+    )
+    assert colours[0] != colours[1], colours
