@@ -19,8 +19,17 @@ WCAG_21_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 _axe = Axe()
 
 
+# Every finite animation and transition on the page has ended (an infinite one, a spinner,
+# never does and is not waited for). axe reads computed colours: in the 150 ms of a theme
+# switch's fade a link is neither its light nor its dark colour, and the ratio axe measures
+# belongs to no theme anyone sees for longer than a blink.
+_SETTLED = """() => document.getAnimations().every(
+    (a) => a.playState !== "running" || a.effect.getComputedTiming().endTime === Infinity)"""
+
+
 def axe_violations(page: Page) -> list[dict[str, Any]]:
-    """Run axe-core on the page as it is now; return its violations."""
+    """Run axe-core on the page once its transitions have ended; return its violations."""
+    page.wait_for_function(_SETTLED)
     options = {"runOnly": {"type": "tag", "values": WCAG_21_AA}, "resultTypes": ["violations"]}
     return list(_axe.run(page, options=options).response["violations"])
 

@@ -2209,7 +2209,7 @@ SELECT application_name, client_addr::text AS client_addr, state,
 -- appeals: The statements behind the appeal figures (/ops/, /metrics).
 
 -- name: APPEAL_FIGURES
--- Appeals per queue: received, pending, past deadline, decided, reversed, median time, reversals returned.
+-- Appeals per queue: received, pending, late, decided, reversed, median time, returned.
 SELECT q.slug,
        count(*) AS received,
        count(*) FILTER (WHERE t.state = 'open') AS pending,

@@ -8,8 +8,7 @@ from __future__ import annotations
 # What each statement does, in one line: db/statements.sql heads each statement with it.
 PURPOSE = {
     "APPEAL_FIGURES": (
-        "Appeals per queue: received, pending, past deadline, decided, reversed, median time,"
-        " reversals returned."
+        "Appeals per queue: received, pending, late, decided, reversed, median time, returned."
     ),
 }
 
