@@ -122,7 +122,7 @@ class Side:
         self.admin_user = admin_user
         self.queue = Queue.objects.get(slug=QUEUE)
         _client, token = issue_api_client(
-            name=f"b10-{os.getpid()}",
+            name=f"b10-{self.name}-{os.getpid()}",
             can_intake=True,
             can_adjudicate=True,
             queues=list(Queue.objects.all()),
@@ -244,7 +244,42 @@ def api_cycle(side: Side, record: bool) -> None:
         side.ms.setdefault("API decide", []).append((time.perf_counter() - t0) * 1000)
 
 
-def measure(small: str, large: str, n: int) -> dict[str, Any]:
+def verify_chains(sides: list[Side]) -> dict[str, Any]:
+    """verify_decisions over the whole chain on each side, as the operator runs it: rows a
+    second. At ten million decisions this is half an hour of one core; --verify-only runs it on
+    its own (bench/results/b10-verify.json), so the routes can be timed apart from it."""
+    from django.core.management import call_command
+
+    from queue_app.models import Decision, LaneOutcome
+
+    print("  verify_decisions", flush=True)
+    verify = {}
+    for side in sides:
+        side.activate()
+        entries = Decision.objects.count() + LaneOutcome.objects.count()
+        t0 = time.perf_counter()
+        call_command("verify_decisions", stdout=open(os.devnull, "w"))  # noqa: SIM115
+        elapsed = time.perf_counter() - t0
+        verify[side.name] = {
+            "db": side.db,
+            "rows": entries,
+            "s": round(elapsed, 2),
+            "rows_per_s": round(entries / elapsed),
+        }
+    return verify
+
+
+def verify_only(small: str, large: str) -> dict[str, Any]:
+    import django
+
+    django.setup()
+    sides = [Side("small", small), Side("large", large)]
+    for side in sides:
+        side.setup()
+    return {"verify": verify_chains(sides), "machine": machine()}
+
+
+def measure(small: str, large: str, n: int, with_verify: bool = True) -> dict[str, Any]:
     """Time every route on both databases, sample by sample in turn; return the samples."""
     import django
 
@@ -254,7 +289,6 @@ def measure(small: str, large: str, n: int) -> dict[str, Any]:
     from django.test.utils import setup_test_environment
 
     from queue_app.chain_checkpoints import generate_key
-    from queue_app.models import Decision, LaneOutcome
 
     setup_test_environment()
     sides = [Side("small", small), Side("large", large)]
@@ -302,19 +336,8 @@ def measure(small: str, large: str, n: int) -> dict[str, Any]:
     sides[0].staff.session_user = sides[0].admin_user  # type: ignore[attr-defined]
     for label, path in admin_routes(sides[0].staff):
         paired(sides, label, lambda s, path=path: _ok(s.staff.get(path)), max(3, n // 3))
-    print("  verify_decisions, checkpoint", flush=True)
-    verify = {}
-    for side in sides:
-        side.activate()
-        entries = Decision.objects.count() + LaneOutcome.objects.count()
-        t0 = time.perf_counter()
-        call_command("verify_decisions", stdout=open(os.devnull, "w"))  # noqa: SIM115
-        elapsed = time.perf_counter() - t0
-        verify[side.name] = {
-            "rows": entries,
-            "s": round(elapsed, 2),
-            "rows_per_s": round(entries / elapsed),
-        }
+    print("  checkpoint", flush=True)
+    verify = verify_chains(sides) if with_verify else {}
     private, _public = generate_key()
     settings.REVIEW_CHECKPOINT_KEY = private
     paired(
@@ -403,6 +426,16 @@ def main() -> None:
     parser.add_argument(
         "--export-days", type=int, default=90, help="the export's window (0: all history)"
     )
+    parser.add_argument(
+        "--no-verify",
+        action="store_true",
+        help="skip verify_decisions; take its figures from bench/results/b10-verify.json",
+    )
+    parser.add_argument(
+        "--verify-only",
+        action="store_true",
+        help="run only verify_decisions on both sides, into bench/results/b10-verify.json",
+    )
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--export", help=argparse.SUPPRESS)
@@ -416,14 +449,30 @@ def main() -> None:
         return
     if args.child:
         os.environ["DATABASE_URL"] = database_url(args.small)
-        Path(args.out).write_text(json.dumps(measure(args.small, args.large, args.n)))
+        if args.verify_only:
+            got = verify_only(args.small, args.large)
+        else:
+            got = measure(args.small, args.large, args.n, not args.no_verify)
+        Path(args.out).write_text(json.dumps(got))
         return
     if args.smoke:
         subprocess.run([sys.executable, "bench/history.py", "--smoke"], cwd=ROOT, check=True)
         args.small = args.large = "rc_history_smoke"
         args.n = 2
+    verify_name = "b10-verify-smoke" if args.smoke else "b10-verify"
+    if args.verify_only:
+        got = _in_child(["--child", "--verify-only", "--small", args.small, "--large", args.large])
+        got["smoke"] = args.smoke
+        print(write_results(verify_name, got))
+        return
     t0 = time.perf_counter()
-    got = _in_child(["--child", "--small", args.small, "--large", args.large, "--n", str(args.n)])
+    child = ["--child", "--small", args.small, "--large", args.large, "--n", str(args.n)]
+    got = _in_child(child + (["--no-verify"] if args.no_verify else []))
+    if args.no_verify:
+        kept = ROOT / "bench" / "results" / f"{verify_name}.json"
+        earlier = json.loads(kept.read_text()) if kept.exists() else {}
+        got["verify"] = earlier.get("verify", {})
+        got["verify_run"] = earlier.get("machine", {}).get("date")
     exports = {
         name: _in_child(["--export", db, "--export-days", str(args.export_days)])
         for name, db in (("small", args.small), ("large", args.large))
@@ -461,11 +510,13 @@ def main() -> None:
         "small_db": args.small,
         "large_db": args.large,
         "n": args.n,
+        "smoke": args.smoke,
         "target": TARGET,
         "run_s": round(time.perf_counter() - t0),
         "routes": routes,
         "export": exports,
         "verify": got["verify"],
+        "verify_run": got.get("verify_run"),
         "notes": got["notes"],
     }
     for name, db in (("small", args.small), ("large", args.large)):

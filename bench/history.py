@@ -132,7 +132,7 @@ SELECT i, q.id, q.id, CASE WHEN i > %(n)s - %(awaiting)s THEN 'awaiting_check' E
   CROSS JOIN LATERAL (SELECT x.rounds) AS r (rounds)
   JOIN h_queue AS q ON q.k = x.k
   CROSS JOIN LATERAL (SELECT %(start)s::timestamptz
-                             + (%(span)s::interval * (i - 1)) / %(n)s AS created) AS t
+                             + %(span)s::interval * ((i - 1)::float8 / %(n)s) AS created) AS t
 """
 
 # One decision per round of every decided item, in item order (ids follow time closely);
@@ -236,7 +236,7 @@ ACCESS = """
 INSERT INTO queue_app_useraccessevent
     (pgh_created_at, pgh_label, pgh_context, pgh_context_id, username, is_active, is_staff,
      is_superuser, pgh_obj_id)
-SELECT %(start)s::timestamptz + (%(span)s::interval * g) / %(n)s,
+SELECT %(start)s::timestamptz + %(span)s::interval * (g::float8 / %(n)s),
        CASE WHEN g <= %(reviewers)s THEN 'insert' ELSE 'update' END,
        NULL, NULL, u.username, g %% 97 <> 0, false, false, u.id
   FROM generate_series(1, %(n)s) AS g

@@ -59,9 +59,16 @@ def b10_section(b10: dict[str, Any] | None) -> list[str]:
         f"| export_decisions peak RSS MiB (before the export) | "
         f"{export['small']['peak_rss_mb']} ({export['small']['peak_rss_mb_before']}) | "
         f"{export['large']['peak_rss_mb']} ({export['large']['peak_rss_mb_before']}) |",
-        f"| verify_decisions (whole chain): entries, rows/s | "
-        f"{verify['small']['rows']:,}, {verify['small']['rows_per_s']:,} | "
-        f"{verify['large']['rows']:,}, {verify['large']['rows_per_s']:,} |",
+    ]
+    if verify:
+        # --no-verify: the chain was verified in a run of its own (b10.py --verify-only).
+        when = f", run of {b10['verify_run'][:16]} UTC" if b10.get("verify_run") else ""
+        lines.append(
+            f"| verify_decisions (whole chain{when}): entries, rows/s | "
+            f"{verify['small']['rows']:,}, {verify['small']['rows_per_s']:,} | "
+            f"{verify['large']['rows']:,}, {verify['large']['rows_per_s']:,} |"
+        )
+    lines += [
         "",
         f"Routes over {target}x at p50: "
         + (", ".join(over) if over else "none")

@@ -139,6 +139,22 @@ def test_bench_script_runs_in_smoke_mode(script):
     assert EXPECTED[script](results), results
 
 
+@pytest.mark.slow
+def test_b10_times_every_route_with_the_chain_verified_in_a_run_of_its_own():
+    """B10 at ten million decisions verifies the chain for half an hour: --verify-only runs that
+    alone, and the routes' run (--no-verify) reports those figures with their date."""
+    verified = _smoke_run("b10.py", "b10-verify-smoke.json", "--verify-only")
+    assert verified["smoke"] is True
+    assert all(side["rows"] > 0 for side in verified["verify"].values()), verified
+    b10 = _smoke_run("b10.py", "b10-smoke.json", "--no-verify")
+    assert b10["verify"] == verified["verify"]
+    assert b10["verify_run"] == verified["machine"]["date"]
+    routes = {r["route"]: r for r in b10["routes"]}
+    for route in ("home /", "Next item", "My work", "/metrics", "API decide", "checkpoint"):
+        assert routes[route]["samples"] >= 2 and routes[route]["ratio_p50"] > 0, route
+    assert b10["export"]["large"]["rows"] > 0
+
+
 def test_settle_waits_for_autovacuum_then_checkpoints():
     """run_all's pause between scenarios: it reads the server's autovacuum workers and returns
     within its timeout."""
