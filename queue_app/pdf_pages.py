@@ -8,28 +8,35 @@ with a 200-inch page draws small rather than huge), and the scale a page asks fo
 few steps. A document PDFium cannot open (damaged, or locked with a password) is answered with
 words, and its download stays offered.
 
+PDFium never runs in the web worker: each count and each page is drawn by a program of its own
+(queue_app/pdf_worker.py) with at most REVIEW_PDF_RENDER_SECONDS and REVIEW_PDF_RENDER_MEMORY_MB.
+A document built to make PDFium loop, swell or crash costs that process alone, which is killed
+or dies, and the answer is words; that answer is kept like a drawn page, so asking again does
+not burn another REVIEW_PDF_RENDER_SECONDS.
+
 Pages and page counts are kept in a cache folder by the document's sha256, the page and the
 scale: the bytes a digest names never change, so nothing there is ever stale, and processes
-share it. PDFium is not thread-safe: one lock serialises it within a process.
+share it. One drawing at a time per web process: a reviewer paging fast queues, the machine's
+other work does not.
 """
 
 from __future__ import annotations
 
-import io
 import json
-import math
+import logging
 import os
 import re
+import subprocess
+import sys
 import tempfile
 import threading
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
-import pypdfium2 as pdfium  # type: ignore[import-untyped]  # no stubs, no py.typed
 from django.conf import settings
 
-from queue_app import evidence_files
+from queue_app import evidence_files, pdf_worker
 
 #: The scales a page may be asked for (1 = 72 dpi); the viewer asks for more as it zooms in.
 SCALES = (Decimal("1"), Decimal("1.5"), Decimal("2"), Decimal("3"))
@@ -43,8 +50,11 @@ DAMAGED = (
 )
 EMPTY = "This PDF has no pages to show: download it."
 UNREADABLE = "This PDF could not be read here, so its pages cannot be shown: download it."
+TOO_SLOW = "This PDF took too long to draw here, so its pages cannot be shown: download it."
 
-_PDFIUM = threading.Lock()
+_WORKER = Path(pdf_worker.__file__)
+logger = logging.getLogger(__name__)
+_DRAWING = threading.Lock()
 
 
 class PageUnavailable(Exception):
@@ -112,14 +122,37 @@ def _read_blob(sha256: str) -> bytes:
         return bytes(blob.read())
 
 
-def _open(data: bytes) -> pdfium.PdfDocument:
-    try:
-        return pdfium.PdfDocument(data)
-    except pdfium.PdfiumError as exc:
-        # PDFium's last error is process-wide and can outlive a failure of another kind: a
-        # document is called locked only when it also names an encryption dictionary.
-        locked = "password" in str(exc).lower() and b"/Encrypt" in data
-        raise PageUnavailable(LOCKED if locked else DAMAGED) from None
+def _in_worker(data: bytes, *args: object) -> bytes:
+    """Run queue_app/pdf_worker.py on the document; return what it wrote, or raise
+    PageUnavailable with the words for why not."""
+    command = [sys.executable, "-I", str(_WORKER), *map(str, args)]
+    with _DRAWING:
+        try:
+            done = subprocess.run(
+                command,
+                input=data,
+                capture_output=True,
+                timeout=settings.REVIEW_PDF_RENDER_SECONDS,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            logger.warning(
+                "pdf page took too long to draw",
+                extra={"seconds": settings.REVIEW_PDF_RENDER_SECONDS},
+            )
+            raise PageUnavailable(TOO_SLOW) from None
+    if done.returncode == pdf_worker.LOCKED:
+        raise PageUnavailable(LOCKED)
+    if done.returncode == pdf_worker.DAMAGED:
+        raise PageUnavailable(DAMAGED)
+    if done.returncode != 0:
+        # Out of memory, a signal, a bug: the operator reads why, the reviewer reads words.
+        tail = done.stderr[-800:].decode(errors="replace")
+        logger.warning(
+            "pdf drawing process failed", extra={"status": done.returncode, "stderr": tail}
+        )
+        raise PageUnavailable(UNREADABLE)
+    return done.stdout
 
 
 def outline(sha256: str) -> PdfOutline:
@@ -131,20 +164,19 @@ def outline(sha256: str) -> PdfOutline:
             return PdfOutline(**json.loads(known))
         except (ValueError, TypeError):
             pass  # a cache file from another version: count again
-    data = _read_blob(sha256)
-    with _PDFIUM:
-        try:
-            document = _open(data)
-        except PageUnavailable as refused:
-            found = PdfOutline(total=0, shown=0, problem=refused.message)
-        else:
-            try:
-                total = len(document)
-            finally:
-                document.close()
-            shown = min(total, settings.REVIEW_PDF_MAX_PAGES)
-            found = PdfOutline(total=total, shown=shown, problem="" if total else EMPTY)
-    _keep(name, json.dumps(found.__dict__).encode())
+    memory = settings.REVIEW_PDF_RENDER_MEMORY_MB
+    try:
+        counted = json.loads(_in_worker(_read_blob(sha256), "count", memory))
+    except PageUnavailable as refused:
+        found = PdfOutline(total=0, shown=0, problem=refused.message)
+    except ValueError:
+        found = PdfOutline(total=0, shown=0, problem=UNREADABLE)
+    else:
+        total = int(counted["total"])
+        shown = min(total, settings.REVIEW_PDF_MAX_PAGES)
+        found = PdfOutline(total=total, shown=shown, problem="" if total else EMPTY)
+    if found.problem != TOO_SLOW:  # a busy moment is not the document's nature: try again later
+        _keep(name, json.dumps(found.__dict__).encode())
     return found
 
 
@@ -161,28 +193,23 @@ def page_png(sha256: str, *, page: int, scale: Decimal) -> bytes:
     known = _cached(name)
     if known is not None:
         return known
-    data = _read_blob(sha256)
-    with _PDFIUM:
-        document = _open(data)
-        try:
-            pdf_page = document[page - 1]
-            try:
-                width, height = pdf_page.get_size()
-                drawn = float(scale)
-                pixels = width * height * drawn * drawn
-                limit = settings.REVIEW_PDF_MAX_PIXELS
-                if pixels > limit:
-                    drawn *= math.sqrt(limit / pixels)
-                bitmap = pdf_page.render(scale=max(drawn, 0.01), may_draw_forms=True)
-                picture = bitmap.to_pil()
-            finally:
-                pdf_page.close()
-        except (pdfium.PdfiumError, ValueError, OSError):
-            raise PageUnavailable(DAMAGED) from None
-        finally:
-            document.close()
-    out = io.BytesIO()
-    picture.save(out, format="PNG", optimize=False)
-    png = out.getvalue()
+    # A page the worker could not draw is remembered like one it drew: the words, not a retry
+    # (except a page that ran out of time: a busy moment is not the document's nature).
+    refused = _cached(f"{name}.refused")
+    if refused is not None:
+        raise PageUnavailable(refused.decode())
+    try:
+        png = _in_worker(
+            _read_blob(sha256),
+            "render",
+            page,
+            scale,
+            settings.REVIEW_PDF_MAX_PIXELS,
+            settings.REVIEW_PDF_RENDER_MEMORY_MB,
+        )
+    except PageUnavailable as unavailable:
+        if unavailable.message != TOO_SLOW:
+            _keep(f"{name}.refused", unavailable.message.encode())
+        raise
     _keep(name, png)
     return png

@@ -286,6 +286,10 @@ REVIEW_ATTACHMENT_MAX_PIXELS = env.int("REVIEW_ATTACHMENT_MAX_PIXELS", default=5
 REVIEW_PDF_MAX_PAGES = env.int("REVIEW_PDF_MAX_PAGES", default=50)
 REVIEW_PDF_MAX_PIXELS = env.int("REVIEW_PDF_MAX_PIXELS", default=6_000_000)
 REVIEW_PDF_PAGE_CACHE_DIR = env("REVIEW_PDF_PAGE_CACHE_DIR", default=str(DATA_DIR / "pdf-pages"))
+# Each count and page is drawn by a process of its own (queue_app/pdf_worker.py), killed after
+# this many seconds and refused more address space than this: a hostile PDF costs it alone.
+REVIEW_PDF_RENDER_SECONDS = env.float("REVIEW_PDF_RENDER_SECONDS", default=10.0)
+REVIEW_PDF_RENDER_MEMORY_MB = env.int("REVIEW_PDF_RENDER_MEMORY_MB", default=1024)
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"

@@ -152,3 +152,33 @@ def test_a_scale_not_drawn_is_refused_with_words(upstream, alice, item, scale):
     response = login(alice).get(page_url(item, sha, 1), {"scale": scale})
     assert response.status_code == 400
     assert b"The scale must be one of 1, 1.5, 2 or 3." in response.content
+
+
+def test_a_pdf_that_takes_too_long_is_answered_with_words_and_tried_again_later(
+    upstream, alice, item, settings, own_cache
+):
+    """The drawing process is killed at REVIEW_PDF_RENDER_SECONDS; the answer says so, and a
+    later request (a quieter moment, a longer bound) draws the page: nothing slow is kept."""
+    sha = put_pdf(upstream, item, pdf_bytes(1))
+    client = login(alice)
+    settings.REVIEW_PDF_RENDER_SECONDS = 0.001  # no process starts in a millisecond
+    page = client.get(f"/items/{item.pk}/").content.decode()
+    assert "took too long to draw here" in page and "Download statement.pdf" in page
+    answer = client.get(page_url(item, sha, 1))
+    assert answer.status_code == 404 and b"took too long" in answer.content
+    assert not list(own_cache.glob("*"))  # neither the count nor a refusal was kept
+    settings.REVIEW_PDF_RENDER_SECONDS = 30
+    drawn = client.get(page_url(item, sha, 1))
+    assert drawn.status_code == 200 and drawn["Content-Type"] == "image/png"
+
+
+def test_a_pdf_that_outgrows_its_memory_costs_the_drawing_process_not_the_web_worker(
+    upstream, alice, item, settings, own_cache
+):
+    sha = put_pdf(upstream, item, pdf_bytes(1))
+    settings.REVIEW_PDF_RENDER_MEMORY_MB = 1  # the drawing process cannot allocate anything
+    answer = login(alice).get(page_url(item, sha, 1))
+    assert answer.status_code == 404
+    assert pdf_pages.UNREADABLE.split(",")[0].encode() in answer.content
+    # The web worker that asked is untouched: it answers the next request as usual.
+    assert login(alice).get(f"/items/{item.pk}/").status_code == 200
