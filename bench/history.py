@@ -363,7 +363,9 @@ def seal(size: int) -> int:
     return len(batches)
 
 
-def generate(db: str, scale: float, open_scale: float | None = None) -> dict[str, Any]:
+def generate(
+    db: str, scale: float, open_scale: float | None = None, days: int = YEARS * 365
+) -> dict[str, Any]:
     scratch_database(db)
     from django.db import connection
 
@@ -391,14 +393,14 @@ def generate(db: str, scale: float, open_scale: float | None = None) -> dict[str
     awaiting = _sized(OPEN["awaiting"], open_scale, 100)
     pending = _sized(OPEN["pending"], open_scale, 400)
     busy = min(BUSY_FIRST, pending // 2)
-    span = f"{YEARS * 365} days"
+    span = f"{days} days"
     counts: dict[str, int] = {}
     with connection.cursor() as c:
         c.execute("SET session_replication_role = replica")
         c.execute("SELECT setseed(0.48)")
         for statement in filter(str.strip, LOOKUPS.split(";")):
             c.execute(statement, {"queues": people["queue_ids"], "users": people["user_ids"]})
-    start = "now() - interval '%s days'" % (YEARS * 365)
+    start = f"now() - interval '{int(days)} days'"
     with connection.cursor() as c:
         c.execute(f"SELECT ({start})::text")
         start_at = c.fetchone()[0]
@@ -476,6 +478,7 @@ def generate(db: str, scale: float, open_scale: float | None = None) -> dict[str
     return {
         "db": db,
         "scale": scale,
+        "days": days,
         "open_scale": open_scale,
         "counts": counts,
         "timings_s": timings,
@@ -495,12 +498,19 @@ def main() -> None:
         "--open-scale", type=float, default=None, help="scale of the open work (default: --scale)"
     )
     parser.add_argument("--db", default=None, help="database name (default by scale)")
+    parser.add_argument(
+        "--days",
+        type=int,
+        default=YEARS * 365,
+        help="the span the history covers (default three years); with --scale days/1095 it is "
+        "the same team's first days: the same rate, a shorter past",
+    )
     parser.add_argument("--smoke", action="store_true", help="scale 0.0005 (seconds)")
     args = parser.parse_args()
     scale = 0.0005 if args.smoke else args.scale
     db = args.db or ("rc_history_smoke" if args.smoke else "rc_history10m")
     print(f"generating history at scale {scale} into {db}", flush=True)
-    result = generate(db, scale, args.open_scale)
+    result = generate(db, scale, args.open_scale, args.days)
     result["machine"] = machine()
     result["smoke"] = args.smoke
     path = write_results("history-smoke" if args.smoke else f"history-{db}", result)
