@@ -139,3 +139,106 @@ def test_the_admin_counts_a_long_list_only_up_to_its_bound(queue, root, monkeypa
     text = client.get("/admin/queue_app/reviewitem/").content.decode()
     assert f"{ReviewItem.objects.count()} review items" in text
     assert "more than" not in text
+
+
+# The subjects "histo 1234" finds in the history: words starting with histo and with 1234.
+PREFIXED_1234 = {f"history {n}" for n in (1234, *range(12340, 12350))}
+
+
+def _queryset_plan(queryset) -> dict:
+    [explained] = json.loads(queryset.explain(format="json"))
+    return explained["Plan"]
+
+
+def _indexes_read(plan: dict, relation: str) -> set[str]:
+    """The indexes the plan reads the relation by; a sequential scan of it fails the test."""
+    nodes = _reads(plan, relation)
+    assert nodes, f"the plan no longer reads {relation}: update this test"
+    indexes = set()
+    for node in nodes:
+        assert node["Node Type"] != "Seq Scan", node
+        # A bitmap heap scan names its indexes in the bitmap index scans below it.
+        bitmaps = [node]
+        while bitmaps:
+            below = bitmaps.pop()
+            if "Index Name" in below:
+                indexes.add(below["Index Name"])
+            bitmaps += [child for child in below.get("Plans", []) if "Bitmap" in child["Node Type"]]
+    return indexes
+
+
+def _admin_search(model, term: str, user: User):
+    """The changelist's queryset for a search, as the admin builds it."""
+    from django.contrib import admin
+    from django.test import RequestFactory
+
+    request = RequestFactory().get("/", {"q": term})
+    request.user = user
+    queryset, _ = admin.site._registry[model].get_search_results(request, model.objects.all(), term)
+    return queryset
+
+
+def test_the_admin_item_search_reads_the_words_index_not_every_subject(queue, alice, bob, root):
+    # A substring search read every item (B10: 7.0x at 2,000,000 decisions); the words of a
+    # subject are in item_subject_words, and only the expression it holds can use it.
+    _load_history(queue, alice, open_tasks_by=bob)
+    found = _admin_search(ReviewItem, "histo 1234", root)
+    assert set(found.values_list("subject", flat=True)) == PREFIXED_1234
+    for queryset in (found.order_by("-id")[:51], found.order_by()[: pagination.COUNT_CAP + 1]):
+        assert _indexes_read(_queryset_plan(queryset), "queue_app_reviewitem") == {
+            "item_subject_words"
+        }
+
+
+def test_my_work_subject_search_never_reads_every_item(queue, alice, bob):
+    # A year of a reviewer's decisions joined to the items whose subject has the words: from
+    # the words index or from the reviewer's own decisions, never every item (B10: 3.7x).
+    from queue_app.selectors.my_work import search_my_decisions
+
+    _load_history(queue, alice, open_tasks_by=bob)
+    found = search_my_decisions(reviewer_id=alice.pk, subject="history 1234")
+    assert {d.item.subject for d in found} == PREFIXED_1234
+    plan = _queryset_plan(found)
+    assert _indexes_read(plan, "queue_app_reviewitem") <= {
+        "item_subject_words",
+        "queue_app_reviewitem_pkey",
+    }
+    _indexes_read(plan, "queue_app_decision")
+
+
+def test_the_applied_effects_list_reads_its_index_latest_first(queue, alice, bob):
+    # The admin listed applied effects by sorting every one ever applied (B10: 2.6x).
+    from queue_app.admin.outbox import AppliedDecisionAdmin
+    from queue_app.models import AppliedDecision
+
+    _load_history(queue, alice, open_tasks_by=bob)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO queue_app_applieddecision (decision_id, applied_at, outcome)"
+            " SELECT id, created_at, '{}'::jsonb FROM queue_app_decision"
+        )
+        cursor.execute("ANALYZE queue_app_applieddecision")
+    listed = AppliedDecision.objects.order_by(*AppliedDecisionAdmin.ordering, "-decision")[:50]
+    plan = _queryset_plan(listed)
+    assert _indexes_read(plan, "queue_app_applieddecision") == {"applied_at_recent"}
+    assert "Sort" not in json.dumps(plan), plan
+
+
+def test_the_item_age_filter_reads_the_items_of_its_window(queue, alice, bob, root):
+    # The item list's "under an hour" read every item to find the recent ones (B10: 1.8x).
+    from django.contrib import admin
+    from django.test import RequestFactory
+
+    from queue_app.admin.filters import AgeFilter
+
+    _load_history(queue, alice, open_tasks_by=bob)
+    request = RequestFactory().get("/", {"age": "1h"})
+    request.user = root
+    model_admin = admin.site._registry[ReviewItem]
+    age = AgeFilter(request, {"age": ["1h"]}, ReviewItem, model_admin)
+    recent = age.queryset(request, ReviewItem.objects.all())
+    assert 50 < recent.count() < 70
+    for queryset in (recent.order_by("-id")[:51], recent.order_by()[: pagination.COUNT_CAP + 1]):
+        assert _indexes_read(_queryset_plan(queryset), "queue_app_reviewitem") == {
+            "item_created_at"
+        }

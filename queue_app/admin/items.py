@@ -22,6 +22,7 @@ from queue_app.admin.timeline import item_timeline, pretty_json
 from queue_app.models import (
     ReviewItem,
 )
+from queue_app.models.subject_search import SEARCH_HELP, subject_has_words
 
 
 def _one_line(text: str) -> str:
@@ -52,7 +53,9 @@ class ReviewItemAdmin(CappedCountAdmin, BlindQAAdmin, ReadOnlyAdmin):
     # Searched by get_search_results below: listed here so the admin shows the search box.
     search_fields = ("subject",)
     search_help_text = (
-        "Subject (contains), idempotency key (exact), subject key (exact) or trace id."
+        "An idempotency key, subject key or trace id (exact), or else the subject's "
+        + SEARCH_HELP
+        + "."
     )
     ordering = ("-id",)
     # Filtered pages skip a second count(*) over the whole 100k+ table ("of N total").
@@ -106,7 +109,12 @@ class ReviewItemAdmin(CappedCountAdmin, BlindQAAdmin, ReadOnlyAdmin):
         by_subject = queryset.filter(subject_key=term)
         if by_subject.exists():
             return by_subject, False
-        return queryset.filter(subject__icontains=term), False
+        # Else the subject's words, from the item_subject_words index: a substring search would
+        # read every item.
+        has_words = subject_has_words(term)
+        if has_words is None:
+            return queryset.none(), False
+        return queryset.filter(has_words), False
 
     class Media:
         css = {"all": ("reviewadmin/admin.css",)}

@@ -15,15 +15,17 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.indexes import BrinIndex
+from django.contrib.postgres.indexes import BrinIndex, GinIndex
 from django.contrib.sessions.base_session import AbstractBaseSession
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q, Value
+from django.db.models.functions import Upper
 
 from queue_app.datetimes import EARLIEST, LATEST, local_text
 from queue_app.jsonutil import ExactDecoder, ExactEncoder
 from queue_app.models.managers import DecisionManager, ReviewItemManager
+from queue_app.models.subject_search import SubjectWords
 from queue_app.rules import RuleTest, rule_errors
 
 
@@ -605,6 +607,11 @@ class ReviewItem(models.Model):
                 name="item_lease_owner",
                 condition=Q(state="leased"),
             ),
+            # The words of subjects, for the word-prefix searches (the admin's item list, My
+            # work): queue_app/models/subject_search.py builds both this and the queries.
+            GinIndex(SubjectWords("subject"), name="item_subject_words"),
+            # The admin item list's age filter: a recent window without reading every item.
+            models.Index(fields=["created_at"], name="item_created_at"),
         ]
         constraints = [
             models.CheckConstraint(
@@ -786,6 +793,9 @@ class Decision(models.Model):
                 name="decision_suggested_at",
                 condition=Q(suggestion_view__isnull=False),
             ),
+            # The admin's decision search by the username as decided, in any case (a renamed
+            # reviewer's old name): matched whole, never as a substring of every decision's.
+            models.Index(Upper("reviewer_username"), name="decision_reviewer_name"),
         ]
         constraints = [
             models.CheckConstraint(
@@ -892,6 +902,11 @@ class AppliedDecision(models.Model):
                 condition=Q(status__in=[s.value for s in AppliedStatus]),
                 name="applieddecision_status_valid",
             ),
+        ]
+        indexes = [
+            # The admin's list of applied effects, latest first (the pk breaks ties), read
+            # from here rather than sorting every effect ever applied.
+            models.Index(fields=["applied_at", "decision"], name="applied_at_recent"),
         ]
 
     def __str__(self) -> str:

@@ -26,7 +26,7 @@ LATEST_DAY = date(9999, 12, 30)
 class SearchForm(forms.Form):
     """Find one of my decisions again: by the item's subject, its id, or the day."""
 
-    subject = forms.CharField(required=False, max_length=200, strip=True, label="Subject contains")
+    subject = forms.CharField(required=False, max_length=200, strip=True, label="Subject words")
     item = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1, label="Item number")
     day = forms.DateField(
         required=False,

@@ -12,6 +12,7 @@ from django.utils import timezone
 from queue_app.db.runner import fetch_dicts
 from queue_app.db.statements import mywork as mywork_sql
 from queue_app.models import Decision, DecisionStatus, ItemState, ReviewItem
+from queue_app.models.subject_search import subject_has_words
 from queue_app.second_person import Rate
 from queue_app.selectors.agreement import Agreement, agreement_of, qa_review_rows
 from queue_app.selectors.lane_figures import interval_text, percent
@@ -252,7 +253,11 @@ def search_my_decisions(
     if subject:
         if day is None and item_id is None:
             decisions = decisions.filter(created_at__gte=now - timedelta(days=SUBJECT_SEARCH_DAYS))
-        decisions = decisions.filter(item__subject__icontains=subject)
+        # Words of the subject (models/subject_search.py): its index, not every item, answers.
+        has_words = subject_has_words(subject, "item__subject")
+        if has_words is None:
+            return decisions.none()
+        decisions = decisions.filter(has_words)
     return decisions.select_related("item", "queue", "reason_code", "story").order_by(
         "-created_at", "-id"
     )[:SEARCH_LIMIT]

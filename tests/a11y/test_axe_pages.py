@@ -175,7 +175,7 @@ def test_my_work_with_figures_a_search_and_a_refused_search(page: Page, live_ser
     page.get_by_role("link", name="My work").click()
     expect(page.locator(".my-counts")).to_contain_text("Approve")
     assert_accessible(page, "My work")
-    page.get_by_label("Subject contains").fill("item")
+    page.get_by_label("Subject words").fill("item")
     page.get_by_role("button", name="Search").click()
     expect(page.locator(".my-results")).to_be_visible()
     assert_accessible(page, "My work with search results")

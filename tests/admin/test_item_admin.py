@@ -136,6 +136,45 @@ def test_it_finds_items_by_subject_idempotency_key_and_trace_id(queue, complianc
     assert found("nobody") == set()
 
 
+def test_the_item_search_finds_subjects_by_the_start_of_their_words(queue, compliance):
+    [anne] = make_items(queue, 1, prefix="Smith, Anne: passport renewal")
+    [annette] = make_items(queue, 1, prefix="Annette Jones invoice")
+    [joanne] = make_items(queue, 1, prefix="Joanne Smith-Baker")
+    client = client_for(compliance)
+    url = reverse("admin:queue_app_reviewitem_changelist")
+
+    def found(term: str) -> set[int]:
+        response = client.get(url, {"q": term})
+        assert response.status_code == 200
+        return {obj.pk for obj in response.context["cl"].result_list}
+
+    # The start of a word, in any case; not the middle of one (Joanne): no longer a substring.
+    assert found("ann") == {anne.pk, annette.pk}
+    assert found("SMI") == {anne.pk, joanne.pk}
+    # Every word typed, in any order; a hyphenated word's parts are words.
+    assert found("smi ann") == {anne.pk}
+    assert found("baker jo") == {joanne.pk}
+    assert found("ann nobody") == set()
+    # Punctuation separates words and is never a query operator: no term makes it fail.
+    assert found("smith,anne") == {anne.pk}
+    assert found("a & b | !(c):* '\\") == set()
+    assert found("ann:* | jo") == {annette.pk}  # not "or": every word, as prefixes
+    assert found("&|!():*'\\<->") == set()
+    assert found("") == {anne.pk, annette.pk, joanne.pk}
+    assert "word" in client.get(url).content.decode()  # the help says what it finds
+
+
+def test_an_exact_key_wins_over_the_words_of_subjects(queue, compliance):
+    [receipt] = make_items(queue, 1, prefix="Receipt")
+    # Its subject has every word of the first item's idempotency key, kyc-Receipt-0.
+    make_items(queue, 1, prefix="kyc Receipt 0 copy")
+    client = client_for(compliance)
+    url = reverse("admin:queue_app_reviewitem_changelist")
+    listed = client.get(url, {"q": "kyc-Receipt-0"}).context["cl"].result_list
+    assert [obj.pk for obj in listed] == [receipt.pk]
+    assert len(client.get(url, {"q": "receipt"}).context["cl"].result_list) == 2
+
+
 def test_it_filters_by_lease_count_bucket_and_state(queue, alice, compliance):
     items = make_items(queue, 3)
     claim_next(queue=queue, reviewer=alice)  # items[0] leased once

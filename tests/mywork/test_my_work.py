@@ -3,6 +3,7 @@ items they hold, and a bounded search over their decisions."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -111,6 +112,29 @@ def test_search_finds_my_decisions_by_subject_item_and_day(queue, alice, bob):
     assert len(items) == 4
 
 
+def test_the_subject_search_finds_the_start_of_words_never_a_substring(queue, alice):
+    make_items(queue, 1, prefix="Smith, Anne: passport")
+    make_items(queue, 1, prefix="Joanne Smith-Baker")
+    anne, joanne = decide(queue, alice), decide(queue, alice)
+
+    def found(subject: str) -> set[int]:
+        return {d.pk for d in search_my_decisions(reviewer_id=alice.pk, subject=subject)}
+
+    assert found("ann") == {anne.pk}  # a word's start, not the middle of Joanne
+    assert found("SMITH") == {anne.pk, joanne.pk}
+    assert found("pass smi") == {anne.pk}  # every word, in any order
+    assert found("baker jo") == {joanne.pk}
+    assert found("ann nobody") == set()
+    # Query operators are separators, never operators; no words: nothing to find.
+    assert found("a & b | !(c):* '\\") == set()
+    assert found("ann:* | jo") == set()
+    assert found("&|!():*'\\") == set()
+    assert found("") == {anne.pk, joanne.pk}  # no subject given: every decision of mine
+    page = login(alice).get("/my-work/", {"subject": "a & b | !(c):* '\\"})
+    assert page.status_code == 200
+    assert page.context["results"] == []
+
+
 def test_the_page_searches_and_says_what_is_wrong_with_a_search(queue, alice):
     make_items(queue, 2, prefix="Utility bill")
     decision = decide(queue, alice)
@@ -189,5 +213,7 @@ def test_the_statements_read_through_the_reviewer_index(queue, alice, bob, state
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN " + getattr(mywork_sql, statement), params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
-    assert "decision_reviewer_recent" in plan, plan
+    # Either index on the reviewer: which one is cheaper depends on how big each has grown
+    # (tests before this one leave rolled-back entries in both).
+    assert re.search(r"decision_reviewer_recent|queue_app_decision_reviewer_id", plan), plan
     assert "Seq Scan on queue_app_decision" not in plan, plan
