@@ -1,4 +1,5 @@
-"""The item page: exact evidence, the full timeline, search and filters, a cheap changelist."""
+"""The item page: exact evidence, the full timeline, search and filters, a cheap changelist;
+the decision list's search."""
 
 from __future__ import annotations
 
@@ -173,6 +174,35 @@ def test_an_exact_key_wins_over_the_words_of_subjects(queue, compliance):
     listed = client.get(url, {"q": "kyc-Receipt-0"}).context["cl"].result_list
     assert [obj.pk for obj in listed] == [receipt.pk]
     assert len(client.get(url, {"q": "receipt"}).context["cl"].result_list) == 2
+
+
+def test_the_decision_search_finds_a_reviewer_by_todays_name_or_the_name_as_decided(
+    queue, alice, bob, compliance
+):
+    items = make_items(queue, 3)
+    by_alice = [decide(items[0], alice), decide(items[1], alice)]
+    by_bob = decide(items[2], bob)
+    alice.username = "alicia.renamed"
+    alice.save()
+    client = client_for(compliance)
+    url = reverse("admin:queue_app_decision_changelist")
+
+    def found(term: str) -> set[int]:
+        response = client.get(url, {"q": term})
+        assert response.status_code == 200
+        return {obj.pk for obj in response.context["cl"].result_list}
+
+    mine = {d.pk for d in by_alice}
+    assert found("renamed") == mine  # part of today's name
+    assert found("ALICE") == mine  # the whole name as decided, in any case
+    assert found("alic") == mine  # part of today's name again
+    assert found("lice") == set()  # part of the old name only: not a substring search
+    assert found("bo") == {by_bob.pk}
+    assert found(f"#{by_bob.pk}") == {by_bob.pk}  # a decision number
+    assert found(str(items[0].pk)) >= {by_alice[0].pk}  # or an item number
+    assert found("nobody") == set()
+    assert found("a & b | !(c):* '\\") == set()
+    assert found("") == mine | {by_bob.pk}
 
 
 def test_it_filters_by_lease_count_bucket_and_state(queue, alice, compliance):
