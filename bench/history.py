@@ -258,6 +258,16 @@ SELECT o.task_id, %(first)s + (x.n - 1) / %(size)s, (x.n - 1) %% %(size)s,
   JOIN (SELECT task_id, row_number() OVER (ORDER BY task_id) AS n
           FROM queue_app_laneoutcome) AS x ON x.task_id = o.task_id
 """
+# The decision tally, which the decision trigger keeps as decisions are
+# written: the generator writes with triggers off, so it fills the tally from the decisions once.
+TALLY = """
+INSERT INTO queue_app_decisiontally
+       (reviewer_id, hour, queue_id, verdict, reason_code_id, decisions)
+SELECT reviewer_id, date_trunc('hour', created_at, 'UTC'), queue_id, verdict, reason_code_id,
+       count(*)
+  FROM queue_app_decision
+ GROUP BY 1, 2, 3, 4, 5
+"""
 LEAVES = """
 SELECT batch_id, leaf FROM (
     SELECT batch_id, position, leaf FROM queue_app_chainentry
@@ -445,6 +455,7 @@ def generate(
     pending_items(people["queue_ids"], pending, busy=busy, start_id=n_items)
     counts["pending"] = pending
     timings["pending items"] = round(time.perf_counter() - t0, 1)
+    step("decision tally", TALLY)
     step("seal decisions", SEAL_DECISIONS, {"size": SEAL_BATCH_LIMIT})
     first_outcome_batch = -(-last_decision // SEAL_BATCH_LIMIT) + 1
     step("seal outcomes", SEAL_OUTCOMES, {"size": SEAL_BATCH_LIMIT, "first": first_outcome_batch})

@@ -1472,6 +1472,9 @@ ALTER TABLE queue_app_decision ADD CONSTRAINT queue_app_decision_supersedes_id_5
 -- index decision_one_per_item
 CREATE UNIQUE INDEX decision_one_per_item ON public.queue_app_decision USING btree (item_id, review_round) WHERE (NOT ((verdict)::text = 'overturn'::text));
 
+-- index decision_overturn_at
+CREATE INDEX decision_overturn_at ON public.queue_app_decision USING btree (created_at) WHERE ((verdict)::text = 'overturn'::text);
+
 -- index decision_suggested_at
 CREATE INDEX decision_suggested_at ON public.queue_app_decision USING btree (created_at) WHERE (suggestion_view IS NOT NULL);
 
@@ -1504,6 +1507,9 @@ CREATE TRIGGER decision_separation BEFORE INSERT ON public.queue_app_decision FO
 
 -- trigger decision_suggestion
 CREATE TRIGGER decision_suggestion BEFORE INSERT ON public.queue_app_decision FOR EACH ROW EXECUTE FUNCTION queue_app_decision_suggestion();
+
+-- trigger decision_tally
+CREATE TRIGGER decision_tally AFTER INSERT ON public.queue_app_decision FOR EACH ROW EXECUTE FUNCTION queue_app_decision_tally();
 
 -- function queue_app_decision_before_insert
 CREATE OR REPLACE FUNCTION public.queue_app_decision_before_insert()
@@ -1731,6 +1737,41 @@ BEGIN
   END IF;
   RETURN NEW;
 END $function$;
+
+-- function queue_app_decision_tally
+CREATE OR REPLACE FUNCTION public.queue_app_decision_tally()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  -- The hour in UTC whatever the session's time zone: the readers truncate the same way.
+  INSERT INTO queue_app_decisiontally AS t
+         (reviewer_id, hour, queue_id, verdict, reason_code_id, decisions)
+  VALUES (NEW.reviewer_id, date_trunc('hour', NEW.created_at, 'UTC'), NEW.queue_id,
+          NEW.verdict, NEW.reason_code_id, 1)
+  ON CONFLICT (reviewer_id, hour, queue_id, verdict, reason_code_id)
+  DO UPDATE SET decisions = t.decisions + 1;
+  RETURN NULL;
+END;
+$function$;
+
+-- === queue_app_decisiontally ========================================================================
+-- trigger decisiontally_by_trigger
+CREATE TRIGGER decisiontally_by_trigger BEFORE INSERT OR DELETE OR UPDATE ON public.queue_app_decisiontally FOR EACH ROW EXECUTE FUNCTION queue_app_decisiontally_by_trigger();
+
+-- function queue_app_decisiontally_by_trigger
+CREATE OR REPLACE FUNCTION public.queue_app_decisiontally_by_trigger()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  IF pg_trigger_depth() < 2 THEN
+    RAISE EXCEPTION 'queue_app_decisiontally is written by the decision trigger only'
+      USING ERRCODE = 'insufficient_privilege';
+  END IF;
+  RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+END;
+$function$;
 
 -- === queue_app_effectjob ============================================================================
 -- constraint effectjob_attempts_nonnegative
@@ -2191,6 +2232,9 @@ ALTER TABLE queue_app_lanetask ADD CONSTRAINT queue_app_lanetask_source_id_b9ace
 -- constraint queue_app_lanetask_source_id_key
 ALTER TABLE queue_app_lanetask ADD CONSTRAINT queue_app_lanetask_source_id_key
     UNIQUE (source_id);
+
+-- index lanetask_check_maker
+CREATE INDEX lanetask_check_maker ON public.queue_app_lanetask USING btree (maker_id, created_at) WHERE ((kind)::text = 'check'::text);
 
 -- index lanetask_open_due_claim
 CREATE INDEX lanetask_open_due_claim ON public.queue_app_lanetask USING btree (queue_id, kind, due_at, created_at, id) WHERE ((state)::text = 'open'::text);

@@ -1450,7 +1450,8 @@ SELECT q.id AS queue_id, q.slug, q.name, t.kind, count(*) AS open,
 -- Checks finished in the window per queue, confirmed and returned.
 SELECT q.slug, count(*) AS total, count(*) FILTER (WHERE o.result = 'returned') AS returned
   FROM queue_app_laneoutcome AS o
-  JOIN queue_app_lanetask AS t ON t.id = o.task_id
+ CROSS JOIN LATERAL (SELECT t.queue_id FROM queue_app_lanetask AS t
+                      WHERE t.id = o.task_id LIMIT 1) AS t
   JOIN queue_app_queue AS q ON q.id = t.queue_id
  WHERE o.kind = 'check' AND o.created_at >= now() - %(window)s
  GROUP BY q.slug;
@@ -1771,18 +1772,19 @@ SELECT queue_id, bucket,
 -- name: DECISIONS_PER_HOUR
 -- Decisions per queue and hour over the window, zeros included.
 WITH hours AS (
-    SELECT generate_series(date_trunc('hour', now()) - make_interval(hours => %(hours)s - 1),
-                           date_trunc('hour', now()), interval '1 hour') AS hour
+    SELECT generate_series(
+               date_trunc('hour', now(), 'UTC') - make_interval(hours => %(hours)s - 1),
+               date_trunc('hour', now(), 'UTC'), interval '1 hour') AS hour
 ), counts AS (
-    SELECT queue_id, date_trunc('hour', created_at) AS hour,
-           count(*) FILTER (WHERE verdict <> 'overturn') AS decisions,
-           count(*) FILTER (WHERE verdict = 'overturn') AS overturns
-      FROM queue_app_decision
-     WHERE created_at >= date_trunc('hour', now()) - make_interval(hours => %(hours)s - 1)
+    SELECT queue_id, hour,
+           sum(decisions) FILTER (WHERE verdict <> 'overturn') AS decisions,
+           sum(decisions) FILTER (WHERE verdict = 'overturn') AS overturns
+      FROM queue_app_decisiontally
+     WHERE hour >= date_trunc('hour', now(), 'UTC') - make_interval(hours => %(hours)s - 1)
      GROUP BY 1, 2
 )
-SELECT q.id AS queue_id, h.hour, coalesce(c.decisions, 0) AS decisions,
-       coalesce(c.overturns, 0) AS overturns
+SELECT q.id AS queue_id, h.hour, coalesce(c.decisions, 0)::bigint AS decisions,
+       coalesce(c.overturns, 0)::bigint AS overturns
   FROM queue_app_queue AS q
  CROSS JOIN hours AS h
   LEFT JOIN counts AS c ON c.queue_id = q.id AND c.hour = h.hour
@@ -1811,14 +1813,15 @@ SELECT d.queue_id,
 
 -- name: REASON_SHARES
 -- Which reasons dominate each verdict, per queue, over the window.
-SELECT d.queue_id, d.verdict, r.code, r.label, count(*) AS decisions,
-       count(*)::float8 / sum(count(*)) OVER (PARTITION BY d.queue_id, d.verdict) AS share
-  FROM queue_app_decision AS d
-  JOIN queue_app_reasoncode AS r ON r.id = d.reason_code_id
- WHERE d.created_at >= date_trunc('hour', now()) - make_interval(hours => %(hours)s - 1)
-   AND d.verdict <> 'overturn'
- GROUP BY d.queue_id, d.verdict, r.code, r.label
- ORDER BY d.queue_id, d.verdict, decisions DESC, r.code;
+SELECT t.queue_id, t.verdict, r.code, r.label, sum(t.decisions)::bigint AS decisions,
+       sum(t.decisions)::float8 / sum(sum(t.decisions)) OVER (PARTITION BY t.queue_id, t.verdict)
+           AS share
+  FROM queue_app_decisiontally AS t
+  JOIN queue_app_reasoncode AS r ON r.id = t.reason_code_id
+ WHERE t.hour >= date_trunc('hour', now(), 'UTC') - make_interval(hours => %(hours)s - 1)
+   AND t.verdict <> 'overturn'
+ GROUP BY t.queue_id, t.verdict, r.code, r.label
+ ORDER BY t.queue_id, t.verdict, decisions DESC, r.code;
 
 -- name: APPLY_STATE
 -- Decisions not carried out yet, per queue, and how late the oldest is.
@@ -2035,21 +2038,81 @@ SELECT d.queue_id, q.slug, q.name AS queue_name,
 
 -- name: MY_DECISION_COUNTS
 -- One reviewer's verdicts per queue over 30 days, with today's and the week's.
-SELECT d.queue_id, q.name AS queue_name, d.verdict,
-       CASE WHEN s.status IN ('awaiting_check', 'returned') THEN s.status END AS held,
-       count(*) FILTER (WHERE d.created_at >= %(today)s) AS today,
-       count(*) FILTER (WHERE d.created_at >= %(week)s) AS week,
-       count(*) AS month,
-       count(*) FILTER (WHERE s.status = 'overturned') AS overturned
-  FROM queue_app_decision AS d
-  JOIN queue_app_queue AS q ON q.id = d.queue_id
-  JOIN queue_app_decisionstatus AS s ON s.decision_id = d.id
- WHERE d.reviewer_id = %(reviewer)s AND d.created_at >= %(month)s AND d.verdict <> 'overturn'
- GROUP BY d.queue_id, q.name, d.verdict, held
- ORDER BY q.name, d.verdict, held NULLS FIRST;
+WITH totals AS (
+    SELECT queue_id, verdict,
+           coalesce(sum(decisions) FILTER (WHERE hour >= %(today_hour)s), 0) AS today,
+           coalesce(sum(decisions) FILTER (WHERE hour >= %(week_hour)s), 0) AS week,
+           sum(decisions) AS month
+      FROM queue_app_decisiontally
+     WHERE reviewer_id = %(reviewer)s AND hour >= %(month_hour)s AND verdict <> 'overturn'
+     GROUP BY queue_id, verdict
+    UNION ALL
+    SELECT queue_id, verdict,
+           count(*) FILTER (WHERE created_at >= %(today)s AND created_at < %(today_hour)s),
+           count(*) FILTER (WHERE created_at >= %(week)s AND created_at < %(week_hour)s),
+           count(*) FILTER (WHERE created_at >= %(month)s AND created_at < %(month_hour)s)
+      FROM queue_app_decision
+     WHERE reviewer_id = %(reviewer)s AND verdict <> 'overturn'
+       AND created_at >= %(month)s AND created_at < %(month_hour)s
+        OR reviewer_id = %(reviewer)s AND verdict <> 'overturn'
+       AND created_at >= %(week)s AND created_at < %(week_hour)s
+        OR reviewer_id = %(reviewer)s AND verdict <> 'overturn'
+       AND created_at >= %(today)s AND created_at < %(today_hour)s
+     GROUP BY queue_id, verdict
+), touched AS (
+    SELECT t.decision_id AS id
+      FROM queue_app_lanetask AS t
+     WHERE t.maker_id = %(reviewer)s AND t.kind = 'check'
+       AND t.created_at >= %(month)s - interval '1 day'  -- a check follows its decision
+    UNION
+    SELECT o.supersedes_id
+      FROM queue_app_decision AS o
+     WHERE o.verdict = 'overturn' AND o.created_at >= %(month)s
+), exceptions AS (
+    SELECT d.queue_id, d.verdict,
+           CASE WHEN s.status IN ('awaiting_check', 'returned') THEN s.status END AS held,
+           d.created_at >= %(today)s AS in_today, d.created_at >= %(week)s AS in_week,
+           s.status = 'overturned' AS overturned
+      FROM touched
+      JOIN queue_app_decision AS d ON d.id = touched.id
+      JOIN queue_app_decisionstatus AS s ON s.decision_id = d.id
+     WHERE d.reviewer_id = %(reviewer)s AND d.created_at >= %(month)s
+       AND d.verdict <> 'overturn'
+       AND (s.status IN ('awaiting_check', 'returned', 'overturned'))
+), parts AS (
+    SELECT queue_id, verdict, NULL::text AS held, today, week, month, 0 AS overturned
+      FROM totals
+    UNION ALL
+    SELECT queue_id, verdict, NULL, -count(*) FILTER (WHERE in_today),
+           -count(*) FILTER (WHERE in_week), -count(*), 0
+      FROM exceptions WHERE held IS NOT NULL GROUP BY queue_id, verdict
+    UNION ALL
+    SELECT queue_id, verdict, held, count(*) FILTER (WHERE in_today),
+           count(*) FILTER (WHERE in_week), count(*), 0
+      FROM exceptions WHERE held IS NOT NULL GROUP BY queue_id, verdict, held
+    UNION ALL
+    SELECT queue_id, verdict, NULL, 0, 0, 0, count(*)
+      FROM exceptions WHERE overturned GROUP BY queue_id, verdict
+)
+SELECT p.queue_id, q.name AS queue_name, p.verdict, p.held,
+       sum(p.today)::bigint AS today, sum(p.week)::bigint AS week,
+       sum(p.month)::bigint AS month, sum(p.overturned)::bigint AS overturned
+  FROM parts AS p
+  JOIN queue_app_queue AS q ON q.id = p.queue_id
+ GROUP BY p.queue_id, q.name, p.verdict, p.held
+HAVING sum(p.month) > 0
+ ORDER BY q.name, p.verdict, p.held NULLS FIRST;
 
 -- name: MY_HANDLING_TIME
 -- One reviewer's handling time per queue over 7 and 30 days.
+WITH sample AS (
+    SELECT d.queue_id, d.item_id, d.created_at
+      FROM queue_app_decision AS d
+     WHERE d.reviewer_id = %(reviewer)s AND d.created_at >= %(month)s
+       AND d.verdict <> 'overturn'
+     ORDER BY d.created_at DESC
+     LIMIT %(sample)s
+)
 SELECT d.queue_id,
        count(*) FILTER (WHERE d.created_at >= %(week)s) AS week_samples,
        percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM d.created_at - c.at))
@@ -2061,7 +2124,7 @@ SELECT d.queue_id,
            AS month_p50,
        percentile_cont(0.9) WITHIN GROUP (ORDER BY extract(epoch FROM d.created_at - c.at))
            AS month_p90
-  FROM queue_app_decision AS d
+  FROM sample AS d
  CROSS JOIN LATERAL (
         SELECT e.at
           FROM queue_app_itemevent AS e
@@ -2070,7 +2133,6 @@ SELECT d.queue_id,
          ORDER BY e.at DESC
          LIMIT 1
        ) AS c
- WHERE d.reviewer_id = %(reviewer)s AND d.created_at >= %(month)s AND d.verdict <> 'overturn'
  GROUP BY ROLLUP (d.queue_id);
 
 -- name: MY_HOLDS

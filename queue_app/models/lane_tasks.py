@@ -200,6 +200,13 @@ class LaneTask(models.Model):
                 condition=Q(state="open", lease_owner__isnull=False),
             ),
             models.Index(fields=["item"], name="lanetask_item"),
+            # The checks of one maker's decisions by time: which of a reviewer's decisions in a
+            # window a check holds back or returned (My work), without reading the window.
+            models.Index(
+                fields=["maker", "created_at"],
+                name="lanetask_check_maker",
+                condition=Q(kind="check"),
+            ),
         ]
         constraints = [
             models.CheckConstraint(

@@ -796,6 +796,11 @@ class Decision(models.Model):
             # The admin's decision search by the username as decided, in any case (a renamed
             # reviewer's old name): matched whole, never as a substring of every decision's.
             models.Index(Upper("reviewer_username"), name="decision_reviewer_name"),
+            # Overturns by time: which of a reviewer's decisions in a window were overturned
+            # (My work) without reading the window's decisions; overturns are few.
+            models.Index(
+                fields=["created_at"], name="decision_overturn_at", condition=Q(verdict="overturn")
+            ),
         ]
         constraints = [
             models.CheckConstraint(
@@ -1062,6 +1067,32 @@ class UnsealedDecision(models.Model):
 
     def __str__(self) -> str:
         return f"Decision #{self.decision_id} (unsealed)"
+
+
+class DecisionTally(models.Model):
+    """How many decisions a reviewer made in one hour (UTC), queue, verdict and reason.
+
+    Written only by the trigger on each decision (queue_app_decision_tally), so a window count
+    reads a few rows per hour instead of every decision; keyed by reviewer first, so no two
+    reviewers ever update one row. Decisions are append-only: a row only grows.
+    """
+
+    pk = models.CompositePrimaryKey("reviewer_id", "hour", "queue_id", "verdict", "reason_code_id")
+    reviewer_id = models.IntegerField()
+    hour = models.DateTimeField()
+    queue_id = models.BigIntegerField()
+    verdict = models.CharField(max_length=16)
+    reason_code_id = models.BigIntegerField()
+    decisions = models.IntegerField()
+
+    class Meta:
+        indexes = [
+            # Every reviewer's rows of a window (/metrics, /ops/: decisions per hour, reasons).
+            models.Index(fields=["hour"], name="decisiontally_hour"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.decisions} {self.verdict} by #{self.reviewer_id} at {self.hour:%Y-%m-%d %H}h"
 
 
 class LaneOutcomeEntry(models.Model):

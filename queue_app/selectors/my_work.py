@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from django.db.models import QuerySet
@@ -25,6 +25,8 @@ SEARCH_LIMIT = 50
 SUBJECT_SEARCH_DAYS = 365
 # At most this many of my holds are listed (soonest back first).
 HOLDS_LIMIT = 100
+# Handling time is measured on at most this many of my newest decisions of the 30 days.
+HANDLING_SAMPLE = 2000
 
 
 @dataclass
@@ -118,6 +120,8 @@ class MyWork:
     leases: list[ReviewItem]
     today_starts: datetime
     holds: list[MyHold] = field(default_factory=list)
+    # Set when I made more decisions in 30 days than handling time samples: the newest count.
+    handling_sample: int | None = None
     # Empty when no QA review of my decisions was recorded in the last 30 days.
     agreement: list[AgreementWindow] = field(default_factory=list)
 
@@ -140,6 +144,12 @@ def _seconds(value: float | None) -> timedelta | None:
     return None if value is None else timedelta(seconds=round(float(value), 1))
 
 
+def next_whole_hour(moment: datetime) -> datetime:
+    """Return the first whole hour (UTC) at or after moment: where the tally takes over."""
+    hour = moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    return hour if hour == moment else hour + timedelta(hours=1)
+
+
 def my_work(*, reviewer_id: int, now: datetime | None = None) -> MyWork:
     """Read a reviewer's decisions by window, handling time and open leases."""
     now = now or timezone.now()
@@ -149,6 +159,8 @@ def my_work(*, reviewer_id: int, now: datetime | None = None) -> MyWork:
         "week": now - WEEK,
         "month": now - MONTH,
     }
+    for window in ("today", "week", "month"):
+        params[f"{window}_hour"] = next_whole_hour(params[window])
     counts: dict[int, QueueCounts] = {}
     for row in fetch_dicts(mywork_sql.MY_DECISION_COUNTS, params):
         queue = counts.setdefault(row["queue_id"], QueueCounts(row["queue_id"], row["queue_name"]))
@@ -174,7 +186,7 @@ def my_work(*, reviewer_id: int, now: datetime | None = None) -> MyWork:
             month_p50=_seconds(row["month_p50"]),
             month_p90=_seconds(row["month_p90"]),
         )
-        for row in fetch_dicts(mywork_sql.MY_HANDLING_TIME, params)
+        for row in fetch_dicts(mywork_sql.MY_HANDLING_TIME, params | {"sample": HANDLING_SAMPLE})
     ]
     # Queues first by name, the all-queues row last (and only when there is more than one queue).
     handling.sort(key=lambda h: (h.queue_id is None, h.name))
@@ -188,6 +200,7 @@ def my_work(*, reviewer_id: int, now: datetime | None = None) -> MyWork:
         .only("pk", "subject", "lease_expires", "queue__name", "queue__slug")
         .order_by("lease_expires")
     )
+    decided = sum(q.month for q in counts.values())
     return MyWork(
         counts=sorted(counts.values(), key=lambda q: q.name),
         handling=handling,
@@ -195,6 +208,7 @@ def my_work(*, reviewer_id: int, now: datetime | None = None) -> MyWork:
         today_starts=params["today"],
         holds=my_holds(reviewer_id=reviewer_id),
         agreement=my_agreement(reviewer_id=reviewer_id, now=now),
+        handling_sample=HANDLING_SAMPLE if decided > HANDLING_SAMPLE else None,
     )
 
 

@@ -467,10 +467,14 @@ SELECT q.id AS queue_id, q.slug, q.name, t.kind, count(*) AS open,
 """
 
 # Checks finished in the window per queue: how many, how many returned (the return rate).
+# The window's outcomes through laneoutcome_kind_at, each task probed by its primary key: the
+# LIMIT keeps the probe a probe (joined plainly, the planner hashed a read of every lane task
+# ever made, which grows with the history).
 CHECKS_FINISHED = """
 SELECT q.slug, count(*) AS total, count(*) FILTER (WHERE o.result = 'returned') AS returned
   FROM queue_app_laneoutcome AS o
-  JOIN queue_app_lanetask AS t ON t.id = o.task_id
+ CROSS JOIN LATERAL (SELECT t.queue_id FROM queue_app_lanetask AS t
+                      WHERE t.id = o.task_id LIMIT 1) AS t
   JOIN queue_app_queue AS q ON q.id = t.queue_id
  WHERE o.kind = 'check' AND o.created_at >= now() - %(window)s
  GROUP BY q.slug

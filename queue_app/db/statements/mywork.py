@@ -1,6 +1,6 @@
-"""The statements behind My work. Each reads one reviewer's rows through the index
-decision_reviewer_recent (reviewer_id, created_at DESC) and a bounded time window, so its cost
-follows that reviewer's recent work, never the size of the decision log."""
+"""The statements behind My work. Each reads one reviewer's rows (the tally, or the decisions
+through decision_reviewer_recent (reviewer_id, created_at DESC)) in a bounded time window, so
+its cost follows that reviewer's recent work, never the size of the decision log."""
 
 from __future__ import annotations
 
@@ -16,28 +16,97 @@ PURPOSE = {
 # Reviewer verdicts per queue and verdict over the last 30 days, with today's and the last 7
 # days' counts beside them, and how many were later overturned. A verdict its check still holds
 # back, or that its checker returned, is counted on a row of its own (held: the status), never
-# as one that stands; the status is the item's one story (queue_app_decisionstatus, probed by
-# decision id). Overturns the reviewer made as an admin are not their verdicts.
+# as one that stands; the status is the item's one story (queue_app_decisionstatus). Overturns
+# the reviewer made as an admin are not their verdicts.
+# Cost follows neither the history nor the window's volume: whole hours are read from the tally
+# (queue_app_decisiontally, a row per reviewer, hour, queue and verdict, kept by a trigger); the
+# part-hour before each window's first whole hour (%(today_hour)s, %(week_hour)s,
+# %(month_hour)s: the window's start rounded up to the hour, UTC) from the decisions by
+# decision_reviewer_recent. Only decisions that can be held or overturned have their status
+# read: those with a check (lanetask_check_maker) or superseded by an overturn
+# (decision_overturn_at); a held one moves from the row that stands to its own.
 MY_DECISION_COUNTS = """
-SELECT d.queue_id, q.name AS queue_name, d.verdict,
-       CASE WHEN s.status IN ('awaiting_check', 'returned') THEN s.status END AS held,
-       count(*) FILTER (WHERE d.created_at >= %(today)s) AS today,
-       count(*) FILTER (WHERE d.created_at >= %(week)s) AS week,
-       count(*) AS month,
-       count(*) FILTER (WHERE s.status = 'overturned') AS overturned
-  FROM queue_app_decision AS d
-  JOIN queue_app_queue AS q ON q.id = d.queue_id
-  JOIN queue_app_decisionstatus AS s ON s.decision_id = d.id
- WHERE d.reviewer_id = %(reviewer)s AND d.created_at >= %(month)s AND d.verdict <> 'overturn'
- GROUP BY d.queue_id, q.name, d.verdict, held
- ORDER BY q.name, d.verdict, held NULLS FIRST
+WITH totals AS (
+    SELECT queue_id, verdict,
+           coalesce(sum(decisions) FILTER (WHERE hour >= %(today_hour)s), 0) AS today,
+           coalesce(sum(decisions) FILTER (WHERE hour >= %(week_hour)s), 0) AS week,
+           sum(decisions) AS month
+      FROM queue_app_decisiontally
+     WHERE reviewer_id = %(reviewer)s AND hour >= %(month_hour)s AND verdict <> 'overturn'
+     GROUP BY queue_id, verdict
+    UNION ALL
+    SELECT queue_id, verdict,
+           count(*) FILTER (WHERE created_at >= %(today)s AND created_at < %(today_hour)s),
+           count(*) FILTER (WHERE created_at >= %(week)s AND created_at < %(week_hour)s),
+           count(*) FILTER (WHERE created_at >= %(month)s AND created_at < %(month_hour)s)
+      FROM queue_app_decision
+     WHERE reviewer_id = %(reviewer)s AND verdict <> 'overturn'
+       AND created_at >= %(month)s AND created_at < %(month_hour)s
+        OR reviewer_id = %(reviewer)s AND verdict <> 'overturn'
+       AND created_at >= %(week)s AND created_at < %(week_hour)s
+        OR reviewer_id = %(reviewer)s AND verdict <> 'overturn'
+       AND created_at >= %(today)s AND created_at < %(today_hour)s
+     GROUP BY queue_id, verdict
+), touched AS (
+    SELECT t.decision_id AS id
+      FROM queue_app_lanetask AS t
+     WHERE t.maker_id = %(reviewer)s AND t.kind = 'check'
+       AND t.created_at >= %(month)s - interval '1 day'  -- a check follows its decision
+    UNION
+    SELECT o.supersedes_id
+      FROM queue_app_decision AS o
+     WHERE o.verdict = 'overturn' AND o.created_at >= %(month)s
+), exceptions AS (
+    SELECT d.queue_id, d.verdict,
+           CASE WHEN s.status IN ('awaiting_check', 'returned') THEN s.status END AS held,
+           d.created_at >= %(today)s AS in_today, d.created_at >= %(week)s AS in_week,
+           s.status = 'overturned' AS overturned
+      FROM touched
+      JOIN queue_app_decision AS d ON d.id = touched.id
+      JOIN queue_app_decisionstatus AS s ON s.decision_id = d.id
+     WHERE d.reviewer_id = %(reviewer)s AND d.created_at >= %(month)s
+       AND d.verdict <> 'overturn'
+       AND (s.status IN ('awaiting_check', 'returned', 'overturned'))
+), parts AS (
+    SELECT queue_id, verdict, NULL::text AS held, today, week, month, 0 AS overturned
+      FROM totals
+    UNION ALL
+    SELECT queue_id, verdict, NULL, -count(*) FILTER (WHERE in_today),
+           -count(*) FILTER (WHERE in_week), -count(*), 0
+      FROM exceptions WHERE held IS NOT NULL GROUP BY queue_id, verdict
+    UNION ALL
+    SELECT queue_id, verdict, held, count(*) FILTER (WHERE in_today),
+           count(*) FILTER (WHERE in_week), count(*), 0
+      FROM exceptions WHERE held IS NOT NULL GROUP BY queue_id, verdict, held
+    UNION ALL
+    SELECT queue_id, verdict, NULL, 0, 0, 0, count(*)
+      FROM exceptions WHERE overturned GROUP BY queue_id, verdict
+)
+SELECT p.queue_id, q.name AS queue_name, p.verdict, p.held,
+       sum(p.today)::bigint AS today, sum(p.week)::bigint AS week,
+       sum(p.month)::bigint AS month, sum(p.overturned)::bigint AS overturned
+  FROM parts AS p
+  JOIN queue_app_queue AS q ON q.id = p.queue_id
+ GROUP BY p.queue_id, q.name, p.verdict, p.held
+HAVING sum(p.month) > 0
+ ORDER BY q.name, p.verdict, p.held NULLS FIRST
 """
 
 # Handling time exactly as /ops/ measures it (ops_sql.TIME_TO_DECISION): from the
 # claim the item was decided under (its last claimed/reclaimed event before the decision) to the
 # decision; here for one reviewer, per queue, over 7 and 30 days. queue_id NULL (the ROLLUP
-# row) is every queue together.
+# row) is every queue together. Percentiles cannot be added up from a tally: they are taken
+# over the newest %(sample)s decisions of the 30 days (decision_reviewer_recent, newest first),
+# so the cost is bounded however much a reviewer decides; the page says when the sample is cut.
 MY_HANDLING_TIME = """
+WITH sample AS (
+    SELECT d.queue_id, d.item_id, d.created_at
+      FROM queue_app_decision AS d
+     WHERE d.reviewer_id = %(reviewer)s AND d.created_at >= %(month)s
+       AND d.verdict <> 'overturn'
+     ORDER BY d.created_at DESC
+     LIMIT %(sample)s
+)
 SELECT d.queue_id,
        count(*) FILTER (WHERE d.created_at >= %(week)s) AS week_samples,
        percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM d.created_at - c.at))
@@ -49,7 +118,7 @@ SELECT d.queue_id,
            AS month_p50,
        percentile_cont(0.9) WITHIN GROUP (ORDER BY extract(epoch FROM d.created_at - c.at))
            AS month_p90
-  FROM queue_app_decision AS d
+  FROM sample AS d
  CROSS JOIN LATERAL (
         SELECT e.at
           FROM queue_app_itemevent AS e
@@ -58,7 +127,6 @@ SELECT d.queue_id,
          ORDER BY e.at DESC
          LIMIT 1
        ) AS c
- WHERE d.reviewer_id = %(reviewer)s AND d.created_at >= %(month)s AND d.verdict <> 'overturn'
  GROUP BY ROLLUP (d.queue_id)
 """
 

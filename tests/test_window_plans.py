@@ -1,0 +1,164 @@
+"""What keeps My work's and /metrics' window figures flat as the history grows (B10): the tally
+answers the counts, the statuses are read only for decisions a check or an overturn touched,
+and the window's lane tasks are probed, never read whole."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from queue_app.db.statements import lanes as lanes_sql
+from queue_app.db.statements import mywork as mywork_sql
+from queue_app.db.statements import ops as ops_sql
+from queue_app.selectors.my_work import MONTH, WEEK, next_whole_hour, start_of_today
+from tests.conftest import triggers_off
+
+pytestmark = pytest.mark.django_db
+
+HISTORY = 20_000
+
+
+def _plan(statement: str, params: dict) -> dict:
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (FORMAT JSON) " + statement, params)
+        return cursor.fetchone()[0][0]["Plan"]
+
+
+def _reads(node: dict, relation: str) -> list[dict]:
+    """Every plan node that reads the relation."""
+    found = [node] if node.get("Relation Name") == relation else []
+    for child in node.get("Plans", []):
+        found += _reads(child, relation)
+    return found
+
+
+def _load_history(queue, maker, checker, *, every_minutes: int = 30) -> None:
+    """HISTORY decisions by maker, one every every_minutes back in time (400 days by default),
+    each checked by checker (a done check task and its outcome a minute later); then ANALYZE."""
+    reason = queue.reason_codes.filter(verdict="approve").first()
+    with triggers_off(
+        "queue_app_decision",
+        "queue_app_lanetask",
+        "queue_app_laneoutcome",
+        "queue_app_decisiontally",
+        foreign_keys=True,
+    ) as cursor:
+        cursor.execute(
+            """
+            INSERT INTO queue_app_reviewitem
+                (queue_id, intake_queue_id, state, priority, created_at, subject, payload,
+                 idempotency_key, source_hash, trace_id, lease_count, decided_at)
+            SELECT %(queue)s, %(queue)s, 'decided', 0, now() - make_interval(mins => %(m)s * g),
+                   'window ' || g, '{}'::jsonb, 'window-' || g, '', gen_random_uuid(), 1,
+                   now() - make_interval(mins => %(m)s * g)
+              FROM generate_series(1, %(n)s) AS g
+            """,
+            {"queue": queue.pk, "n": HISTORY, "m": every_minutes},
+        )
+        cursor.execute(
+            """
+            INSERT INTO queue_app_decision
+                (item_id, queue_id, reviewer_id, reviewer_username, verdict, reason_code_id,
+                 evidence_hash, note, lease_token, created_at, chain_hash, review_round)
+            SELECT i.id, i.queue_id, %(maker)s, '', 'approve', %(reason)s, repeat('a', 64), '',
+                   gen_random_uuid(), i.decided_at, '', 0
+              FROM queue_app_reviewitem AS i WHERE i.subject LIKE 'window %%'
+            """,
+            {"maker": maker.pk, "reason": reason.pk},
+        )
+        cursor.execute(
+            """
+            INSERT INTO queue_app_lanetask
+                (kind, queue_id, item_id, decision_id, maker_id, maker_principal_id, state,
+                 lease_count, created_at, done_at, lease_owner_id, lease_token, lease_expires)
+            SELECT 'check', d.queue_id, d.item_id, d.id, d.reviewer_id, d.reviewer_id, 'done',
+                   1, d.created_at, d.created_at + interval '1 minute', %(checker)s,
+                   gen_random_uuid(), d.created_at + interval '5 minutes'
+              FROM queue_app_decision AS d WHERE d.reviewer_id = %(maker)s
+            """,
+            {"maker": maker.pk, "checker": checker.pk},
+        )
+        cursor.execute(
+            """
+            INSERT INTO queue_app_laneoutcome
+                (task_id, kind, result, actor_username, lease_token, verdict, note, created_at,
+                 actor_id)
+            SELECT t.id, 'check', 'confirmed', '', t.lease_token, '', '', t.done_at,
+                   t.lease_owner_id
+              FROM queue_app_lanetask AS t WHERE t.maker_id = %(maker)s
+            """,
+            {"maker": maker.pk},
+        )
+        # What the decision trigger would have written (it is off, as in a restore).
+        cursor.execute(
+            """
+            INSERT INTO queue_app_decisiontally
+                   (reviewer_id, hour, queue_id, verdict, reason_code_id, decisions)
+            SELECT reviewer_id, date_trunc('hour', created_at, 'UTC'), queue_id, verdict,
+                   reason_code_id, count(*)
+              FROM queue_app_decision GROUP BY 1, 2, 3, 4, 5
+            """
+        )
+        for table in ("reviewitem", "decision", "lanetask", "laneoutcome", "decisiontally"):
+            cursor.execute(f"ANALYZE queue_app_{table}")
+
+
+def _my_work_params(reviewer_id: int) -> dict:
+    now = timezone.now()
+    params = {
+        "reviewer": reviewer_id,
+        "today": start_of_today(now),
+        "week": now - WEEK,
+        "month": now - MONTH,
+        "sample": 2000,
+    }
+    for window in ("today", "week", "month"):
+        params[f"{window}_hour"] = next_whole_hour(params[window])
+    return params
+
+
+def test_my_work_counts_read_the_tally_and_only_the_touched_decisions(queue, alice, bob):
+    # Every one of alice's decisions had a check, the worst case for "touched": the checks are
+    # still found through lanetask_check_maker within the window, never her whole history.
+    _load_history(queue, alice, bob)
+    plan = _plan(mywork_sql.MY_DECISION_COUNTS, _my_work_params(alice.pk))
+    assert _reads(plan, "queue_app_decisiontally"), "the counts no longer read the tally"
+    for relation in ("queue_app_decision", "queue_app_lanetask", "queue_app_decisiontally"):
+        for node in _reads(plan, relation):
+            assert node["Node Type"] != "Seq Scan", (relation, node)
+    text = json.dumps(plan)
+    assert "lanetask_check_maker" in text
+    assert "decision_overturn_at" in text
+
+
+def test_my_handling_time_reads_a_bounded_sample_of_my_newest_decisions(queue, alice, bob):
+    _load_history(queue, alice, bob)
+    plan = _plan(mywork_sql.MY_HANDLING_TIME, _my_work_params(alice.pk))
+    limits = [n for n in json.dumps(plan).split('"Node Type": ') if n.startswith('"Limit"')]
+    assert limits, "the sample is no longer bounded"
+    for node in _reads(plan, "queue_app_decision"):
+        assert node["Node Type"] != "Seq Scan", node
+
+
+def test_checks_finished_probe_each_task_of_the_window(queue, alice, bob):
+    # Joined plainly, the planner hashed every lane task ever made (a sequential scan that grows
+    # with the history) to match the window's outcomes.
+    _load_history(queue, alice, bob, every_minutes=10)
+    plan = _plan(lanes_sql.CHECKS_FINISHED, {"window": timedelta(days=30)})
+    tasks = _reads(plan, "queue_app_lanetask")
+    assert tasks, "the statement no longer reads lane tasks: update this test"
+    for node in tasks:
+        assert node["Node Type"] in ("Index Scan", "Index Only Scan"), node
+
+
+@pytest.mark.parametrize("statement", ["DECISIONS_PER_HOUR", "REASON_SHARES"])
+def test_ops_window_counts_read_the_tally_not_the_decisions(queue, alice, bob, statement):
+    _load_history(queue, alice, bob)
+    plan = _plan(getattr(ops_sql, statement), {"hours": 24})
+    assert not _reads(plan, "queue_app_decision")
+    for node in _reads(plan, "queue_app_decisiontally"):
+        assert node["Node Type"] != "Seq Scan", node
