@@ -1745,11 +1745,10 @@ CREATE OR REPLACE FUNCTION public.queue_app_decision_tally()
 AS $function$
 BEGIN
   -- The hour in UTC whatever the session's time zone: the readers truncate the same way.
-  INSERT INTO queue_app_decisiontally AS t
-         (reviewer_id, hour, queue_id, verdict, reason_code_id, decisions)
+  INSERT INTO queue_app_decisiontally AS t (reviewer_id, hour, queue_id, verdict, decisions)
   VALUES (NEW.reviewer_id, date_trunc('hour', NEW.created_at, 'UTC'), NEW.queue_id,
-          NEW.verdict, NEW.reason_code_id, 1)
-  ON CONFLICT (reviewer_id, hour, queue_id, verdict, reason_code_id)
+          NEW.verdict, 1)
+  ON CONFLICT (reviewer_id, hour, queue_id, verdict)
   DO UPDATE SET decisions = t.decisions + 1;
   RETURN NULL;
 END;

@@ -1772,19 +1772,18 @@ SELECT queue_id, bucket,
 -- name: DECISIONS_PER_HOUR
 -- Decisions per queue and hour over the window, zeros included.
 WITH hours AS (
-    SELECT generate_series(
-               date_trunc('hour', now(), 'UTC') - make_interval(hours => %(hours)s - 1),
-               date_trunc('hour', now(), 'UTC'), interval '1 hour') AS hour
+    SELECT generate_series(date_trunc('hour', now()) - make_interval(hours => %(hours)s - 1),
+                           date_trunc('hour', now()), interval '1 hour') AS hour
 ), counts AS (
-    SELECT queue_id, hour,
-           sum(decisions) FILTER (WHERE verdict <> 'overturn') AS decisions,
-           sum(decisions) FILTER (WHERE verdict = 'overturn') AS overturns
-      FROM queue_app_decisiontally
-     WHERE hour >= date_trunc('hour', now(), 'UTC') - make_interval(hours => %(hours)s - 1)
+    SELECT queue_id, date_trunc('hour', created_at) AS hour,
+           count(*) FILTER (WHERE verdict <> 'overturn') AS decisions,
+           count(*) FILTER (WHERE verdict = 'overturn') AS overturns
+      FROM queue_app_decision
+     WHERE created_at >= date_trunc('hour', now()) - make_interval(hours => %(hours)s - 1)
      GROUP BY 1, 2
 )
-SELECT q.id AS queue_id, h.hour, coalesce(c.decisions, 0)::bigint AS decisions,
-       coalesce(c.overturns, 0)::bigint AS overturns
+SELECT q.id AS queue_id, h.hour, coalesce(c.decisions, 0) AS decisions,
+       coalesce(c.overturns, 0) AS overturns
   FROM queue_app_queue AS q
  CROSS JOIN hours AS h
   LEFT JOIN counts AS c ON c.queue_id = q.id AND c.hour = h.hour
@@ -1813,15 +1812,14 @@ SELECT d.queue_id,
 
 -- name: REASON_SHARES
 -- Which reasons dominate each verdict, per queue, over the window.
-SELECT t.queue_id, t.verdict, r.code, r.label, sum(t.decisions)::bigint AS decisions,
-       sum(t.decisions)::float8 / sum(sum(t.decisions)) OVER (PARTITION BY t.queue_id, t.verdict)
-           AS share
-  FROM queue_app_decisiontally AS t
-  JOIN queue_app_reasoncode AS r ON r.id = t.reason_code_id
- WHERE t.hour >= date_trunc('hour', now(), 'UTC') - make_interval(hours => %(hours)s - 1)
-   AND t.verdict <> 'overturn'
- GROUP BY t.queue_id, t.verdict, r.code, r.label
- ORDER BY t.queue_id, t.verdict, decisions DESC, r.code;
+SELECT d.queue_id, d.verdict, r.code, r.label, count(*) AS decisions,
+       count(*)::float8 / sum(count(*)) OVER (PARTITION BY d.queue_id, d.verdict) AS share
+  FROM queue_app_decision AS d
+  JOIN queue_app_reasoncode AS r ON r.id = d.reason_code_id
+ WHERE d.created_at >= date_trunc('hour', now()) - make_interval(hours => %(hours)s - 1)
+   AND d.verdict <> 'overturn'
+ GROUP BY d.queue_id, d.verdict, r.code, r.label
+ ORDER BY d.queue_id, d.verdict, decisions DESC, r.code;
 
 -- name: APPLY_STATE
 -- Decisions not carried out yet, per queue, and how late the oldest is.

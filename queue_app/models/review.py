@@ -1070,26 +1070,19 @@ class UnsealedDecision(models.Model):
 
 
 class DecisionTally(models.Model):
-    """How many decisions a reviewer made in one hour (UTC), queue, verdict and reason.
+    """How many decisions a reviewer made in one hour (UTC), queue and verdict.
 
-    Written only by the trigger on each decision (queue_app_decision_tally), so a window count
-    reads a few rows per hour instead of every decision; keyed by reviewer first, so no two
-    reviewers ever update one row. Decisions are append-only: a row only grows.
+    Written only by the trigger on each decision (queue_app_decision_tally), so My work's window
+    counts read a row per hour, queue and verdict instead of every decision; keyed by reviewer
+    first, so no two reviewers ever update one row. Decisions are append-only: a row only grows.
     """
 
-    pk = models.CompositePrimaryKey("reviewer_id", "hour", "queue_id", "verdict", "reason_code_id")
+    pk = models.CompositePrimaryKey("reviewer_id", "hour", "queue_id", "verdict")
     reviewer_id = models.IntegerField()
     hour = models.DateTimeField()
     queue_id = models.BigIntegerField()
     verdict = models.CharField(max_length=16)
-    reason_code_id = models.BigIntegerField()
     decisions = models.IntegerField()
-
-    class Meta:
-        indexes = [
-            # Every reviewer's rows of a window (/metrics, /ops/: decisions per hour, reasons).
-            models.Index(fields=["hour"], name="decisiontally_hour"),
-        ]
 
     def __str__(self) -> str:
         return f"{self.decisions} {self.verdict} by #{self.reviewer_id} at {self.hour:%Y-%m-%d %H}h"

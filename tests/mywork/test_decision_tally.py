@@ -1,5 +1,5 @@
-"""The decision tally: My work's and /metrics' window counts from rows kept by a trigger on each
-decision, equal to counting the decisions themselves, under real concurrent commits too."""
+"""The decision tally: My work's window counts from rows kept by a trigger on each decision,
+equal to counting the decisions themselves, under real concurrent commits too."""
 
 from __future__ import annotations
 
@@ -86,14 +86,9 @@ def _from_tally(reviewer: User) -> set[tuple]:
 
 def _tally_equals_decisions() -> None:
     tally = Counter(
-        {
-            (t.reviewer_id, t.queue_id, t.verdict, t.reason_code_id): t.decisions
-            for t in DecisionTally.objects.all()
-        }
+        {(t.reviewer_id, t.queue_id, t.verdict): t.decisions for t in DecisionTally.objects.all()}
     )
-    direct = Counter(
-        (d.reviewer_id, d.queue_id, d.verdict, d.reason_code_id) for d in Decision.objects.all()
-    )
+    direct = Counter((d.reviewer_id, d.queue_id, d.verdict) for d in Decision.objects.all())
     assert +tally == direct
 
 
@@ -146,7 +141,7 @@ def test_the_tally_cannot_be_written_by_hand(queue, alice):
     for statement in (
         "UPDATE queue_app_decisiontally SET decisions = decisions + 1",
         "DELETE FROM queue_app_decisiontally",
-        "INSERT INTO queue_app_decisiontally VALUES (1, now(), 1, 'approve', 1, 1)",
+        "INSERT INTO queue_app_decisiontally VALUES (1, now(), 1, 'approve', 1)",
     ):
         with (
             pytest.raises((InternalError, ProgrammingError, IntegrityError)) as refused,

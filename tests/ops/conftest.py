@@ -103,27 +103,25 @@ def backdate_decision(decision: Decision, *, seconds: int) -> None:
             f"created_at = created_at - {shift} WHERE id = %s",
             [seconds, seconds, decision.item_id],
         )
-        # The tally counts the decision in its hour (the trigger's work): move it along.
-        key = "(reviewer_id, hour, queue_id, verdict, reason_code_id)"
-        t_key = "(t.reviewer_id, t.hour, t.queue_id, t.verdict, t.reason_code_id)"
+        # My work's tally counts the decision in its hour (the trigger's work): move it along.
         cursor.execute(
             f"""
             UPDATE queue_app_decisiontally AS t SET decisions = t.decisions - 1
               FROM queue_app_decision AS d
-             WHERE d.id = %s
-               AND {t_key} = (d.reviewer_id, date_trunc('hour', d.created_at + {shift}, 'UTC'),
-                              d.queue_id, d.verdict, d.reason_code_id)
+             WHERE d.id = %s AND t.reviewer_id = d.reviewer_id AND t.queue_id = d.queue_id
+               AND t.verdict = d.verdict
+               AND t.hour = date_trunc('hour', d.created_at + {shift}, 'UTC')
             """,
             [decision.pk, seconds],
         )
         cursor.execute(
-            f"""
+            """
             INSERT INTO queue_app_decisiontally AS t
-                   (reviewer_id, hour, queue_id, verdict, reason_code_id, decisions)
-            SELECT reviewer_id, date_trunc('hour', created_at, 'UTC'), queue_id, verdict,
-                   reason_code_id, 1
+                   (reviewer_id, hour, queue_id, verdict, decisions)
+            SELECT reviewer_id, date_trunc('hour', created_at, 'UTC'), queue_id, verdict, 1
               FROM queue_app_decision WHERE id = %s
-            ON CONFLICT {key} DO UPDATE SET decisions = t.decisions + 1
+            ON CONFLICT (reviewer_id, hour, queue_id, verdict)
+            DO UPDATE SET decisions = t.decisions + 1
             """,
             [decision.pk],
         )

@@ -59,24 +59,20 @@ SELECT queue_id, bucket,
 # included, so a chart never has gaps). Every window over decisions starts at the same hour
 # boundary, so the figures on one page add up. "Decisions" are reviewer verdicts only: overturns
 # are corrections, not throughput, and are counted apart (REASON_SHARES leaves them out too).
-# Read from the tally (a row per reviewer, hour, queue, verdict and reason, kept by a trigger on
-# each decision) through decisiontally_hour: whole hours (UTC), so the window is exact and its
-# cost follows the rows of the window, never the decisions of it.
 DECISIONS_PER_HOUR = """
 WITH hours AS (
-    SELECT generate_series(
-               date_trunc('hour', now(), 'UTC') - make_interval(hours => %(hours)s - 1),
-               date_trunc('hour', now(), 'UTC'), interval '1 hour') AS hour
+    SELECT generate_series(date_trunc('hour', now()) - make_interval(hours => %(hours)s - 1),
+                           date_trunc('hour', now()), interval '1 hour') AS hour
 ), counts AS (
-    SELECT queue_id, hour,
-           sum(decisions) FILTER (WHERE verdict <> 'overturn') AS decisions,
-           sum(decisions) FILTER (WHERE verdict = 'overturn') AS overturns
-      FROM queue_app_decisiontally
-     WHERE hour >= date_trunc('hour', now(), 'UTC') - make_interval(hours => %(hours)s - 1)
+    SELECT queue_id, date_trunc('hour', created_at) AS hour,
+           count(*) FILTER (WHERE verdict <> 'overturn') AS decisions,
+           count(*) FILTER (WHERE verdict = 'overturn') AS overturns
+      FROM queue_app_decision
+     WHERE created_at >= date_trunc('hour', now()) - make_interval(hours => %(hours)s - 1)
      GROUP BY 1, 2
 )
-SELECT q.id AS queue_id, h.hour, coalesce(c.decisions, 0)::bigint AS decisions,
-       coalesce(c.overturns, 0)::bigint AS overturns
+SELECT q.id AS queue_id, h.hour, coalesce(c.decisions, 0) AS decisions,
+       coalesce(c.overturns, 0) AS overturns
   FROM queue_app_queue AS q
  CROSS JOIN hours AS h
   LEFT JOIN counts AS c ON c.queue_id = q.id AND c.hour = h.hour
@@ -111,18 +107,16 @@ SELECT d.queue_id,
 
 # Which reasons dominate each verdict, per queue, over the window: count and share of the
 # verdict's decisions. Reviewer verdicts only, counted exactly as DECISIONS_PER_HOUR counts
-# them (from the same tally and whole hours), so a queue's reason counts add up to its decision
-# count; overturns are counted apart.
+# them, so a queue's reason counts add up to its decision count; overturns are counted apart.
 REASON_SHARES = """
-SELECT t.queue_id, t.verdict, r.code, r.label, sum(t.decisions)::bigint AS decisions,
-       sum(t.decisions)::float8 / sum(sum(t.decisions)) OVER (PARTITION BY t.queue_id, t.verdict)
-           AS share
-  FROM queue_app_decisiontally AS t
-  JOIN queue_app_reasoncode AS r ON r.id = t.reason_code_id
- WHERE t.hour >= date_trunc('hour', now(), 'UTC') - make_interval(hours => %(hours)s - 1)
-   AND t.verdict <> 'overturn'
- GROUP BY t.queue_id, t.verdict, r.code, r.label
- ORDER BY t.queue_id, t.verdict, decisions DESC, r.code
+SELECT d.queue_id, d.verdict, r.code, r.label, count(*) AS decisions,
+       count(*)::float8 / sum(count(*)) OVER (PARTITION BY d.queue_id, d.verdict) AS share
+  FROM queue_app_decision AS d
+  JOIN queue_app_reasoncode AS r ON r.id = d.reason_code_id
+ WHERE d.created_at >= date_trunc('hour', now()) - make_interval(hours => %(hours)s - 1)
+   AND d.verdict <> 'overturn'
+ GROUP BY d.queue_id, d.verdict, r.code, r.label
+ ORDER BY d.queue_id, d.verdict, decisions DESC, r.code
 """
 
 # Decisions a person made that the system has not carried out yet, per queue: every effect job
