@@ -262,8 +262,8 @@ SELECT o.task_id, %(first)s + (x.n - 1) / %(size)s, (x.n - 1) %% %(size)s,
 # written: the generator writes with triggers off, so it fills the tally from the decisions once.
 TALLY = """
 INSERT INTO queue_app_decisiontally
-       (reviewer_id, hour, queue_id, verdict, decisions)
-SELECT reviewer_id, date_trunc('hour', created_at, 'UTC'), queue_id, verdict, count(*)
+       (reviewer_id, day, queue_id, verdict, decisions)
+SELECT reviewer_id, date_trunc('day', created_at, 'UTC'), queue_id, verdict, count(*)
   FROM queue_app_decision
  GROUP BY 1, 2, 3, 4
 """

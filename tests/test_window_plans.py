@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from queue_app.db.statements import lanes as lanes_sql
 from queue_app.db.statements import mywork as mywork_sql
-from queue_app.selectors.my_work import MONTH, WEEK, next_whole_hour, start_of_today
+from queue_app.selectors.my_work import MONTH, WEEK, next_utc_midnight, start_of_today
 from tests.conftest import triggers_off
 
 pytestmark = pytest.mark.django_db
@@ -97,8 +97,8 @@ def _load_history(queue, maker, checker, *, every_minutes: int = 30) -> None:
         cursor.execute(
             """
             INSERT INTO queue_app_decisiontally
-                   (reviewer_id, hour, queue_id, verdict, decisions)
-            SELECT reviewer_id, date_trunc('hour', created_at, 'UTC'), queue_id, verdict,
+                   (reviewer_id, day, queue_id, verdict, decisions)
+            SELECT reviewer_id, date_trunc('day', created_at, 'UTC'), queue_id, verdict,
                    count(*)
               FROM queue_app_decision GROUP BY 1, 2, 3, 4
             """
@@ -117,7 +117,7 @@ def _my_work_params(reviewer_id: int) -> dict:
         "sample": 2000,
     }
     for window in ("today", "week", "month"):
-        params[f"{window}_hour"] = next_whole_hour(params[window])
+        params[f"{window}_day"] = next_utc_midnight(params[window])
     return params
 
 

@@ -1744,11 +1744,11 @@ CREATE OR REPLACE FUNCTION public.queue_app_decision_tally()
  LANGUAGE plpgsql
 AS $function$
 BEGIN
-  -- The hour in UTC whatever the session's time zone: the readers truncate the same way.
-  INSERT INTO queue_app_decisiontally AS t (reviewer_id, hour, queue_id, verdict, decisions)
-  VALUES (NEW.reviewer_id, date_trunc('hour', NEW.created_at, 'UTC'), NEW.queue_id,
+  -- The day in UTC whatever the session's time zone: the readers cut the same way.
+  INSERT INTO queue_app_decisiontally AS t (reviewer_id, day, queue_id, verdict, decisions)
+  VALUES (NEW.reviewer_id, date_trunc('day', NEW.created_at, 'UTC'), NEW.queue_id,
           NEW.verdict, 1)
-  ON CONFLICT (reviewer_id, hour, queue_id, verdict)
+  ON CONFLICT (reviewer_id, day, queue_id, verdict)
   DO UPDATE SET decisions = t.decisions + 1;
   RETURN NULL;
 END;

@@ -2038,24 +2038,24 @@ SELECT d.queue_id, q.slug, q.name AS queue_name,
 -- One reviewer's verdicts per queue over 30 days, with today's and the week's.
 WITH totals AS (
     SELECT queue_id, verdict,
-           coalesce(sum(decisions) FILTER (WHERE hour >= %(today_hour)s), 0) AS today,
-           coalesce(sum(decisions) FILTER (WHERE hour >= %(week_hour)s), 0) AS week,
+           coalesce(sum(decisions) FILTER (WHERE day >= %(today_day)s), 0) AS today,
+           coalesce(sum(decisions) FILTER (WHERE day >= %(week_day)s), 0) AS week,
            sum(decisions) AS month
       FROM queue_app_decisiontally
-     WHERE reviewer_id = %(reviewer)s AND hour >= %(month_hour)s AND verdict <> 'overturn'
+     WHERE reviewer_id = %(reviewer)s AND day >= %(month_day)s AND verdict <> 'overturn'
      GROUP BY queue_id, verdict
     UNION ALL
     SELECT queue_id, verdict,
-           count(*) FILTER (WHERE created_at >= %(today)s AND created_at < %(today_hour)s),
-           count(*) FILTER (WHERE created_at >= %(week)s AND created_at < %(week_hour)s),
-           count(*) FILTER (WHERE created_at >= %(month)s AND created_at < %(month_hour)s)
+           count(*) FILTER (WHERE created_at >= %(today)s AND created_at < %(today_day)s),
+           count(*) FILTER (WHERE created_at >= %(week)s AND created_at < %(week_day)s),
+           count(*) FILTER (WHERE created_at >= %(month)s AND created_at < %(month_day)s)
       FROM queue_app_decision
      WHERE reviewer_id = %(reviewer)s AND verdict <> 'overturn'
-       AND created_at >= %(month)s AND created_at < %(month_hour)s
+       AND created_at >= %(month)s AND created_at < %(month_day)s
         OR reviewer_id = %(reviewer)s AND verdict <> 'overturn'
-       AND created_at >= %(week)s AND created_at < %(week_hour)s
+       AND created_at >= %(week)s AND created_at < %(week_day)s
         OR reviewer_id = %(reviewer)s AND verdict <> 'overturn'
-       AND created_at >= %(today)s AND created_at < %(today_hour)s
+       AND created_at >= %(today)s AND created_at < %(today_day)s
      GROUP BY queue_id, verdict
 ), touched AS (
     SELECT t.decision_id AS id

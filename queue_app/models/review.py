@@ -1070,22 +1070,22 @@ class UnsealedDecision(models.Model):
 
 
 class DecisionTally(models.Model):
-    """How many decisions a reviewer made in one hour (UTC), queue and verdict.
+    """How many decisions a reviewer made in one day (UTC midnight to midnight), queue and verdict.
 
     Written only by the trigger on each decision (queue_app_decision_tally), so My work's window
-    counts read a row per hour, queue and verdict instead of every decision; keyed by reviewer
+    counts read a row per day, queue and verdict instead of every decision; keyed by reviewer
     first, so no two reviewers ever update one row. Decisions are append-only: a row only grows.
     """
 
-    pk = models.CompositePrimaryKey("reviewer_id", "hour", "queue_id", "verdict")
+    pk = models.CompositePrimaryKey("reviewer_id", "day", "queue_id", "verdict")
     reviewer_id = models.IntegerField()
-    hour = models.DateTimeField()
+    day = models.DateTimeField()  # the UTC midnight the day starts at
     queue_id = models.BigIntegerField()
     verdict = models.CharField(max_length=16)
     decisions = models.IntegerField()
 
     def __str__(self) -> str:
-        return f"{self.decisions} {self.verdict} by #{self.reviewer_id} at {self.hour:%Y-%m-%d %H}h"
+        return f"{self.decisions} {self.verdict} by #{self.reviewer_id} on {self.day:%Y-%m-%d}"
 
 
 class LaneOutcomeEntry(models.Model):

@@ -144,10 +144,10 @@ def _seconds(value: float | None) -> timedelta | None:
     return None if value is None else timedelta(seconds=round(float(value), 1))
 
 
-def next_whole_hour(moment: datetime) -> datetime:
-    """Return the first whole hour (UTC) at or after moment: where the tally takes over."""
-    hour = moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
-    return hour if hour == moment else hour + timedelta(hours=1)
+def next_utc_midnight(moment: datetime) -> datetime:
+    """Return the first UTC midnight at or after moment: where the tally's whole days begin."""
+    midnight = moment.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    return midnight if midnight == moment else midnight + timedelta(days=1)
 
 
 def my_work(*, reviewer_id: int, now: datetime | None = None) -> MyWork:
@@ -160,7 +160,7 @@ def my_work(*, reviewer_id: int, now: datetime | None = None) -> MyWork:
         "month": now - MONTH,
     }
     for window in ("today", "week", "month"):
-        params[f"{window}_hour"] = next_whole_hour(params[window])
+        params[f"{window}_day"] = next_utc_midnight(params[window])
     counts: dict[int, QueueCounts] = {}
     for row in fetch_dicts(mywork_sql.MY_DECISION_COUNTS, params):
         queue = counts.setdefault(row["queue_id"], QueueCounts(row["queue_id"], row["queue_name"]))

@@ -183,7 +183,7 @@ def test_one_row_written_by_two_transactions_at_once_counts_both(queue, alice, b
             reason_code="reviewer_error",
         )
 
-    # Two overturns by one admin, one queue, one hour, one reason: one tally row. The second
+    # Two overturns by one admin, one queue, one day: one tally row. The second
     # waits for the first's row (its insert, uncommitted), then adds to it.
     with transaction.atomic():
         overturn(mine[0])
@@ -197,8 +197,8 @@ def test_one_row_written_by_two_transactions_at_once_counts_both(queue, alice, b
     _tally_equals_decisions()
 
 
-def test_a_window_start_inside_an_hour_counts_only_what_follows_it(queue, alice):
-    """The part-hour before a window's first whole hour is read from the decisions."""
+def test_a_window_start_inside_a_day_counts_only_what_follows_it(queue, alice):
+    """The part-day before a window's first whole day is read from the decisions."""
     make_items(queue, 1)
     decision = decide(queue, alice)
     just_after = decision.created_at + timedelta(microseconds=1)

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from queue_app.db.statements import mywork as mywork_sql
 from queue_app.models import Decision
-from queue_app.selectors.my_work import my_work, next_whole_hour, search_my_decisions
+from queue_app.selectors.my_work import my_work, next_utc_midnight, search_my_decisions
 from queue_app.selectors.queue_figures import read_snapshot
 from queue_app.services import claim_next, submit_decision
 from tests.conftest import make_items, shown_hash
@@ -210,7 +210,7 @@ def test_the_statements_read_through_the_reviewer_index(queue, alice, bob, state
     _load_other_reviewers_history(queue, bob)
     now = timezone.now()
     params = {"reviewer": alice.pk, "today": now, "week": now, "month": now - timedelta(days=30)}
-    params |= {f"{w}_hour": next_whole_hour(params[w]) for w in ("today", "week", "month")}
+    params |= {f"{w}_day": next_utc_midnight(params[w]) for w in ("today", "week", "month")}
     params["sample"] = 2000
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN " + getattr(mywork_sql, statement), params)

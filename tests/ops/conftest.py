@@ -103,24 +103,24 @@ def backdate_decision(decision: Decision, *, seconds: int) -> None:
             f"created_at = created_at - {shift} WHERE id = %s",
             [seconds, seconds, decision.item_id],
         )
-        # My work's tally counts the decision in its hour (the trigger's work): move it along.
+        # My work's tally counts the decision in its day (the trigger's work): move it along.
         cursor.execute(
             f"""
             UPDATE queue_app_decisiontally AS t SET decisions = t.decisions - 1
               FROM queue_app_decision AS d
              WHERE d.id = %s AND t.reviewer_id = d.reviewer_id AND t.queue_id = d.queue_id
                AND t.verdict = d.verdict
-               AND t.hour = date_trunc('hour', d.created_at + {shift}, 'UTC')
+               AND t.day = date_trunc('day', d.created_at + {shift}, 'UTC')
             """,
             [decision.pk, seconds],
         )
         cursor.execute(
             """
             INSERT INTO queue_app_decisiontally AS t
-                   (reviewer_id, hour, queue_id, verdict, decisions)
-            SELECT reviewer_id, date_trunc('hour', created_at, 'UTC'), queue_id, verdict, 1
+                   (reviewer_id, day, queue_id, verdict, decisions)
+            SELECT reviewer_id, date_trunc('day', created_at, 'UTC'), queue_id, verdict, 1
               FROM queue_app_decision WHERE id = %s
-            ON CONFLICT (reviewer_id, hour, queue_id, verdict)
+            ON CONFLICT (reviewer_id, day, queue_id, verdict)
             DO UPDATE SET decisions = t.decisions + 1
             """,
             [decision.pk],

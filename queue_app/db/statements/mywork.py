@@ -18,34 +18,34 @@ PURPOSE = {
 # back, or that its checker returned, is counted on a row of its own (held: the status), never
 # as one that stands; the status is the item's one story (queue_app_decisionstatus). Overturns
 # the reviewer made as an admin are not their verdicts.
-# Cost follows neither the history nor the window's volume: whole hours are read from the tally
-# (queue_app_decisiontally, a row per reviewer, hour, queue and verdict, kept by a trigger); the
-# part-hour before each window's first whole hour (%(today_hour)s, %(week_hour)s,
-# %(month_hour)s: the window's start rounded up to the hour, UTC) from the decisions by
+# Cost follows neither the history nor the window's volume: whole days are read from the tally
+# (queue_app_decisiontally, a row per reviewer, day, queue and verdict, kept by a trigger); the
+# part-day before each window's first whole day (%(today_day)s, %(week_day)s, %(month_day)s:
+# the window's start rounded up to a UTC midnight) from the decisions by
 # decision_reviewer_recent. Only decisions that can be held or overturned have their status
 # read: those with a check (lanetask_check_maker) or superseded by an overturn
 # (decision_overturn_at); a held one moves from the row that stands to its own.
 MY_DECISION_COUNTS = """
 WITH totals AS (
     SELECT queue_id, verdict,
-           coalesce(sum(decisions) FILTER (WHERE hour >= %(today_hour)s), 0) AS today,
-           coalesce(sum(decisions) FILTER (WHERE hour >= %(week_hour)s), 0) AS week,
+           coalesce(sum(decisions) FILTER (WHERE day >= %(today_day)s), 0) AS today,
+           coalesce(sum(decisions) FILTER (WHERE day >= %(week_day)s), 0) AS week,
            sum(decisions) AS month
       FROM queue_app_decisiontally
-     WHERE reviewer_id = %(reviewer)s AND hour >= %(month_hour)s AND verdict <> 'overturn'
+     WHERE reviewer_id = %(reviewer)s AND day >= %(month_day)s AND verdict <> 'overturn'
      GROUP BY queue_id, verdict
     UNION ALL
     SELECT queue_id, verdict,
-           count(*) FILTER (WHERE created_at >= %(today)s AND created_at < %(today_hour)s),
-           count(*) FILTER (WHERE created_at >= %(week)s AND created_at < %(week_hour)s),
-           count(*) FILTER (WHERE created_at >= %(month)s AND created_at < %(month_hour)s)
+           count(*) FILTER (WHERE created_at >= %(today)s AND created_at < %(today_day)s),
+           count(*) FILTER (WHERE created_at >= %(week)s AND created_at < %(week_day)s),
+           count(*) FILTER (WHERE created_at >= %(month)s AND created_at < %(month_day)s)
       FROM queue_app_decision
      WHERE reviewer_id = %(reviewer)s AND verdict <> 'overturn'
-       AND created_at >= %(month)s AND created_at < %(month_hour)s
+       AND created_at >= %(month)s AND created_at < %(month_day)s
         OR reviewer_id = %(reviewer)s AND verdict <> 'overturn'
-       AND created_at >= %(week)s AND created_at < %(week_hour)s
+       AND created_at >= %(week)s AND created_at < %(week_day)s
         OR reviewer_id = %(reviewer)s AND verdict <> 'overturn'
-       AND created_at >= %(today)s AND created_at < %(today_hour)s
+       AND created_at >= %(today)s AND created_at < %(today_day)s
      GROUP BY queue_id, verdict
 ), touched AS (
     SELECT t.decision_id AS id
