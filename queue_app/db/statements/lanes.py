@@ -483,7 +483,9 @@ SELECT q.slug, count(*) AS total, count(*) FILTER (WHERE o.result = 'returned') 
 # Every QA review in the window with the decision it sampled: the agreement figures per queue
 # and per reviewer are both computed from these rows (selectors.agreement). The window is read
 # through laneoutcome_kind_at. %(reviewer_id)s (NULL = everyone) narrows them to one original
-# reviewer's decisions: My work shows a reviewer their own agreement (queue_app/mywork/).
+# reviewer's decisions: My work shows a reviewer their own agreement (queue_app/mywork/). It is
+# asked of the task's maker (the decision's reviewer, by lanetask_matches_decision), so the
+# window's other reviews are dropped at the task, before their decision is read.
 QA_REVIEWS_IN_WINDOW = """
 SELECT q.id AS queue_id, q.slug, q.name AS queue_name, o.created_at AS reviewed_at,
        d.reviewer_id, coalesce(d.reviewer_username, u.username) AS reviewer_username,
@@ -495,5 +497,5 @@ SELECT q.id AS queue_id, q.slug, q.name AS queue_name, o.created_at AS reviewed_
   JOIN queue_app_queue AS q ON q.id = t.queue_id
  WHERE o.kind = 'qa' AND o.result = 'reviewed' AND o.created_at >= now() - %(window)s
    AND (%(queue_id)s::bigint IS NULL OR t.queue_id = %(queue_id)s::bigint)
-   AND (%(reviewer_id)s::bigint IS NULL OR d.reviewer_id = %(reviewer_id)s::bigint)
+   AND (%(reviewer_id)s::bigint IS NULL OR t.maker_id = %(reviewer_id)s::bigint)
 """
