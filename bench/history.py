@@ -258,13 +258,20 @@ SELECT o.task_id, %(first)s + (x.n - 1) / %(size)s, (x.n - 1) %% %(size)s,
   JOIN (SELECT task_id, row_number() OVER (ORDER BY task_id) AS n
           FROM queue_app_laneoutcome) AS x ON x.task_id = o.task_id
 """
-# The decision tally, which the decision trigger keeps as decisions are
-# written: the generator writes with triggers off, so it fills the tally from the decisions once.
+# The decision and check tallies, which triggers keep as decisions and check outcomes are
+# written: the generator writes with triggers off, so it fills them from those rows once.
 TALLY = """
 INSERT INTO queue_app_decisiontally
        (reviewer_id, day, queue_id, verdict, decisions)
 SELECT reviewer_id, date_trunc('day', created_at, 'UTC'), queue_id, verdict, count(*)
   FROM queue_app_decision
+ GROUP BY 1, 2, 3, 4
+"""
+CHECK_TALLY = """
+INSERT INTO queue_app_checktally (day, queue_id, result, checker_id, checks)
+SELECT date_trunc('day', o.created_at, 'UTC'), k.queue_id, o.result, o.actor_id, count(*)
+  FROM queue_app_laneoutcome AS o JOIN queue_app_lanetask AS k ON k.id = o.task_id
+ WHERE o.kind = 'check'
  GROUP BY 1, 2, 3, 4
 """
 LEAVES = """
@@ -455,6 +462,7 @@ def generate(
     counts["pending"] = pending
     timings["pending items"] = round(time.perf_counter() - t0, 1)
     step("decision tally", TALLY)
+    step("check tally", CHECK_TALLY)
     step("seal decisions", SEAL_DECISIONS, {"size": SEAL_BATCH_LIMIT})
     first_outcome_batch = -(-last_decision // SEAL_BATCH_LIMIT) + 1
     step("seal outcomes", SEAL_OUTCOMES, {"size": SEAL_BATCH_LIMIT, "first": first_outcome_batch})

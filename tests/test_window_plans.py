@@ -45,6 +45,7 @@ def _load_history(queue, maker, checker, *, every_minutes: int = 30) -> None:
         "queue_app_lanetask",
         "queue_app_laneoutcome",
         "queue_app_decisiontally",
+        "queue_app_checktally",
         foreign_keys=True,
     ) as cursor:
         cursor.execute(
@@ -103,7 +104,23 @@ def _load_history(queue, maker, checker, *, every_minutes: int = 30) -> None:
               FROM queue_app_decision GROUP BY 1, 2, 3, 4
             """
         )
-        for table in ("reviewitem", "decision", "lanetask", "laneoutcome", "decisiontally"):
+        cursor.execute(
+            """
+            INSERT INTO queue_app_checktally (day, queue_id, result, checker_id, checks)
+            SELECT date_trunc('day', o.created_at, 'UTC'), k.queue_id, o.result, o.actor_id,
+                   count(*)
+              FROM queue_app_laneoutcome AS o JOIN queue_app_lanetask AS k ON k.id = o.task_id
+             GROUP BY 1, 2, 3, 4
+            """
+        )
+        for table in (
+            "reviewitem",
+            "decision",
+            "lanetask",
+            "laneoutcome",
+            "decisiontally",
+            "checktally",
+        ):
             cursor.execute(f"ANALYZE queue_app_{table}")
 
 
@@ -153,3 +170,4 @@ def test_checks_finished_probe_each_task_of_the_window(queue, alice, bob):
     assert tasks, "the statement no longer reads lane tasks: update this test"
     for node in tasks:
         assert node["Node Type"] in ("Index Scan", "Index Only Scan"), node
+    assert _reads(plan, "queue_app_checktally"), "whole days no longer come from the check tally"

@@ -476,6 +476,20 @@ AS $function$
       '', 'g')
 $function$;
 
+-- function queue_app_tally_by_trigger
+CREATE OR REPLACE FUNCTION public.queue_app_tally_by_trigger()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  IF pg_trigger_depth() < 2 THEN
+    RAISE EXCEPTION '% is written by its trigger only', TG_TABLE_NAME
+      USING ERRCODE = 'insufficient_privilege';
+  END IF;
+  RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+END;
+$function$;
+
 -- === auth_group_permissions =========================================================================
 -- trigger pgtrigger_added_insert_cdace
 CREATE TRIGGER pgtrigger_added_insert_cdace AFTER INSERT ON public.auth_group_permissions FOR EACH ROW EXECUTE FUNCTION pgtrigger_added_insert_cdace();
@@ -1400,6 +1414,10 @@ AS $function$
                 END;
             $function$;
 
+-- === queue_app_checktally ===========================================================================
+-- trigger checktally_by_trigger
+CREATE TRIGGER checktally_by_trigger BEFORE INSERT OR DELETE OR UPDATE ON public.queue_app_checktally FOR EACH ROW EXECUTE FUNCTION queue_app_tally_by_trigger();
+
 -- === queue_app_decision =============================================================================
 -- constraint decision_evidence_hash_sha256
 ALTER TABLE queue_app_decision ADD CONSTRAINT decision_evidence_hash_sha256
@@ -1756,21 +1774,7 @@ $function$;
 
 -- === queue_app_decisiontally ========================================================================
 -- trigger decisiontally_by_trigger
-CREATE TRIGGER decisiontally_by_trigger BEFORE INSERT OR DELETE OR UPDATE ON public.queue_app_decisiontally FOR EACH ROW EXECUTE FUNCTION queue_app_decisiontally_by_trigger();
-
--- function queue_app_decisiontally_by_trigger
-CREATE OR REPLACE FUNCTION public.queue_app_decisiontally_by_trigger()
- RETURNS trigger
- LANGUAGE plpgsql
-AS $function$
-BEGIN
-  IF pg_trigger_depth() < 2 THEN
-    RAISE EXCEPTION 'queue_app_decisiontally is written by the decision trigger only'
-      USING ERRCODE = 'insufficient_privilege';
-  END IF;
-  RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
-END;
-$function$;
+CREATE TRIGGER decisiontally_by_trigger BEFORE INSERT OR DELETE OR UPDATE ON public.queue_app_decisiontally FOR EACH ROW EXECUTE FUNCTION queue_app_tally_by_trigger();
 
 -- === queue_app_effectjob ============================================================================
 -- constraint effectjob_attempts_nonnegative
@@ -2032,6 +2036,9 @@ CREATE TRIGGER laneoutcome_adjudication_stands BEFORE INSERT ON public.queue_app
 -- trigger laneoutcome_append_only
 CREATE TRIGGER laneoutcome_append_only BEFORE DELETE OR UPDATE ON public.queue_app_laneoutcome FOR EACH ROW EXECUTE FUNCTION queue_app_refuse_rewrite();
 
+-- trigger laneoutcome_check_tally
+CREATE TRIGGER laneoutcome_check_tally AFTER INSERT ON public.queue_app_laneoutcome FOR EACH ROW WHEN (((new.kind)::text = 'check'::text)) EXECUTE FUNCTION queue_app_laneoutcome_check_tally();
+
 -- trigger laneoutcome_no_truncate
 CREATE TRIGGER laneoutcome_no_truncate BEFORE TRUNCATE ON public.queue_app_laneoutcome FOR EACH STATEMENT EXECUTE FUNCTION queue_app_refuse_rewrite();
 
@@ -2114,6 +2121,20 @@ BEGIN
     NEW.agrees_reason := NULL;
   END IF;
   RETURN NEW;
+END;
+$function$;
+
+-- function queue_app_laneoutcome_check_tally
+CREATE OR REPLACE FUNCTION public.queue_app_laneoutcome_check_tally()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  INSERT INTO queue_app_checktally AS t (day, queue_id, result, checker_id, checks)
+  SELECT date_trunc('day', NEW.created_at, 'UTC'), k.queue_id, NEW.result, NEW.actor_id, 1
+    FROM queue_app_lanetask AS k WHERE k.id = NEW.task_id
+  ON CONFLICT (day, queue_id, result, checker_id) DO UPDATE SET checks = t.checks + 1;
+  RETURN NULL;
 END;
 $function$;
 

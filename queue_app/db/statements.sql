@@ -1448,12 +1448,24 @@ SELECT q.id AS queue_id, q.slug, q.name, t.kind, count(*) AS open,
 
 -- name: CHECKS_FINISHED
 -- Checks finished in the window per queue, confirmed and returned.
-SELECT q.slug, count(*) AS total, count(*) FILTER (WHERE o.result = 'returned') AS returned
-  FROM queue_app_laneoutcome AS o
- CROSS JOIN LATERAL (SELECT t.queue_id FROM queue_app_lanetask AS t
-                      WHERE t.id = o.task_id LIMIT 1) AS t
-  JOIN queue_app_queue AS q ON q.id = t.queue_id
- WHERE o.kind = 'check' AND o.created_at >= now() - %(window)s
+WITH bound AS (
+    SELECT now() - %(window)s AS since,
+           date_trunc('day', now() - %(window)s, 'UTC') + interval '1 day' AS whole
+), counts AS (
+    SELECT c.queue_id, c.checks AS total,
+           CASE WHEN c.result = 'returned' THEN c.checks ELSE 0 END AS returned
+      FROM queue_app_checktally AS c, bound
+     WHERE c.day >= bound.whole
+    UNION ALL
+    SELECT t.queue_id, 1, CASE WHEN o.result = 'returned' THEN 1 ELSE 0 END
+      FROM bound, queue_app_laneoutcome AS o
+     CROSS JOIN LATERAL (SELECT k.queue_id FROM queue_app_lanetask AS k
+                          WHERE k.id = o.task_id LIMIT 1) AS t
+     WHERE o.kind = 'check' AND o.created_at >= bound.since AND o.created_at < bound.whole
+)
+SELECT q.slug, sum(c.total)::bigint AS total, sum(c.returned)::bigint AS returned
+  FROM counts AS c
+  JOIN queue_app_queue AS q ON q.id = c.queue_id
  GROUP BY q.slug;
 
 -- name: QA_REVIEWS_IN_WINDOW

@@ -1088,6 +1088,26 @@ class DecisionTally(models.Model):
         return f"{self.decisions} {self.verdict} by #{self.reviewer_id} on {self.day:%Y-%m-%d}"
 
 
+class CheckTally(models.Model):
+    """How many checks a checker finished in one day (UTC), queue and result.
+
+    Written only by the trigger on each check outcome (queue_app_laneoutcome_check_tally), so
+    the return rate over 30 days (/metrics, /ops/) reads a row per checker, queue, result and
+    day instead of every outcome with its task. Keyed by day first, so a window is one range
+    read in the order rows are written; the checker in the key keeps two checkers off one row.
+    """
+
+    pk = models.CompositePrimaryKey("day", "queue_id", "result", "checker_id")
+    day = models.DateTimeField()  # the UTC midnight the day starts at
+    queue_id = models.BigIntegerField()
+    result = models.CharField(max_length=16)
+    checker_id = models.IntegerField()
+    checks = models.IntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.checks} {self.result} by #{self.checker_id} on {self.day:%Y-%m-%d}"
+
+
 class LaneOutcomeEntry(models.Model):
     """A second person's outcome (a check, QA review or adjudication) in a sealed batch.
 

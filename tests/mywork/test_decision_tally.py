@@ -12,11 +12,13 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, InternalError, ProgrammingError, connection, transaction
 from django.utils import timezone
 
-from queue_app.models import CheckPolicy, Decision, DecisionTally, Queue
+from queue_app.db.statements import lanes as lanes_sql
+from queue_app.models import CheckPolicy, CheckTally, Decision, DecisionTally, Queue
 from queue_app.selectors.my_work import MONTH, WEEK, my_work, start_of_today
 from queue_app.services import (
     claim_lane_task,
     claim_next,
+    confirm_check,
     create_item,
     overturn_decision,
     return_check,
@@ -149,7 +151,7 @@ def test_the_tally_cannot_be_written_by_hand(queue, alice):
             connection.cursor() as cursor,
         ):
             cursor.execute(statement)
-        assert "written by the decision trigger only" in str(refused.value)
+        assert "queue_app_decisiontally is written by its trigger only" in str(refused.value)
     _tally_equals_decisions()
 
 
@@ -221,3 +223,41 @@ def test_the_page_says_when_handling_time_is_a_sample(queue, alice, monkeypatch)
     assert [h.month_samples for h in work.handling] == [1]
     page = login(alice).get("/my-work/").content.decode()
     assert "Measured on your newest 1 decisions of the last 30 days" in page
+
+
+# The checks finished in 30 days as they were read before the check tally.
+DIRECT_CHECKS = """
+SELECT q.slug, count(*) AS total, count(*) FILTER (WHERE o.result = 'returned') AS returned
+  FROM queue_app_laneoutcome AS o
+  JOIN queue_app_lanetask AS t ON t.id = o.task_id
+  JOIN queue_app_queue AS q ON q.id = t.queue_id
+ WHERE o.kind = 'check' AND o.created_at >= now() - %(window)s
+ GROUP BY q.slug
+"""
+
+
+def test_checks_finished_equal_the_outcomes_counted_one_by_one(checked_queue, alice, carol):
+    for key in ("c1", "c2", "c3"):
+        _decide(checked_queue, alice, key)
+    for finish in (return_check, confirm_check, confirm_check):
+        task = claim_lane_task(queue=checked_queue, kind="check", user=carol)
+        assert task is not None
+        kwargs = {"note": "Wrong ledger"} if finish is return_check else {}
+        finish(task_id=task.pk, user=carol, lease_token=task.lease_token, **kwargs)
+
+    window = {"window": timedelta(days=30)}
+    with connection.cursor() as cursor:
+        cursor.execute(DIRECT_CHECKS, window)
+        direct = set(cursor.fetchall())
+        cursor.execute(lanes_sql.CHECKS_FINISHED, window)
+        tallied = set(cursor.fetchall())
+    assert tallied == direct == {("recon", 3, 1)}
+    rows = {(c.result, c.checks) for c in CheckTally.objects.all()}
+    assert rows == {("returned", 1), ("confirmed", 2)}
+    with (
+        pytest.raises((InternalError, ProgrammingError, IntegrityError)) as refused,
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
+        cursor.execute("UPDATE queue_app_checktally SET checks = checks + 1")
+    assert "queue_app_checktally is written by its trigger only" in str(refused.value)

@@ -72,6 +72,28 @@ def backdate_outcome(task_id: int, *, seconds: int) -> None:
             " WHERE task_id = %s",
             [seconds, task_id],
         )
+        # The check tally counts a check in its day (the trigger's work): move it along.
+        day = "date_trunc('day', o.created_at{}, 'UTC')"
+        cursor.execute(
+            f"""
+            UPDATE queue_app_checktally AS c SET checks = c.checks - 1
+              FROM queue_app_laneoutcome AS o JOIN queue_app_lanetask AS k ON k.id = o.task_id
+             WHERE o.task_id = %s AND o.kind = 'check' AND c.queue_id = k.queue_id
+               AND c.result = o.result AND c.checker_id = o.actor_id
+               AND c.day = {day.format(" + make_interval(secs => %s)")}
+            """,
+            [task_id, seconds],
+        )
+        cursor.execute(
+            f"""
+            INSERT INTO queue_app_checktally AS c (day, queue_id, result, checker_id, checks)
+            SELECT {day.format("")}, k.queue_id, o.result, o.actor_id, 1
+              FROM queue_app_laneoutcome AS o JOIN queue_app_lanetask AS k ON k.id = o.task_id
+             WHERE o.task_id = %s AND o.kind = 'check'
+            ON CONFLICT (day, queue_id, result, checker_id) DO UPDATE SET checks = c.checks + 1
+            """,
+            [task_id],
+        )
         cursor.execute("SET LOCAL session_replication_role = origin")
 
 

@@ -467,16 +467,30 @@ SELECT q.id AS queue_id, q.slug, q.name, t.kind, count(*) AS open,
 """
 
 # Checks finished in the window per queue: how many, how many returned (the return rate).
-# The window's outcomes through laneoutcome_kind_at, each task probed by its primary key: the
-# LIMIT keeps the probe a probe (joined plainly, the planner hashed a read of every lane task
-# ever made, which grows with the history).
+# Whole days (UTC) from the check tally (a row per day, queue, result and checker, kept by a
+# trigger on each check outcome), one range read by its key; the part-day between the window's
+# start and the next midnight from the outcomes (laneoutcome_kind_at), each task probed by its
+# primary key: the LIMIT keeps the probe a probe (joined plainly, the planner hashed a read of
+# every lane task ever made). Cost follows the tally rows of the window, not its outcomes.
 CHECKS_FINISHED = """
-SELECT q.slug, count(*) AS total, count(*) FILTER (WHERE o.result = 'returned') AS returned
-  FROM queue_app_laneoutcome AS o
- CROSS JOIN LATERAL (SELECT t.queue_id FROM queue_app_lanetask AS t
-                      WHERE t.id = o.task_id LIMIT 1) AS t
-  JOIN queue_app_queue AS q ON q.id = t.queue_id
- WHERE o.kind = 'check' AND o.created_at >= now() - %(window)s
+WITH bound AS (
+    SELECT now() - %(window)s AS since,
+           date_trunc('day', now() - %(window)s, 'UTC') + interval '1 day' AS whole
+), counts AS (
+    SELECT c.queue_id, c.checks AS total,
+           CASE WHEN c.result = 'returned' THEN c.checks ELSE 0 END AS returned
+      FROM queue_app_checktally AS c, bound
+     WHERE c.day >= bound.whole
+    UNION ALL
+    SELECT t.queue_id, 1, CASE WHEN o.result = 'returned' THEN 1 ELSE 0 END
+      FROM bound, queue_app_laneoutcome AS o
+     CROSS JOIN LATERAL (SELECT k.queue_id FROM queue_app_lanetask AS k
+                          WHERE k.id = o.task_id LIMIT 1) AS t
+     WHERE o.kind = 'check' AND o.created_at >= bound.since AND o.created_at < bound.whole
+)
+SELECT q.slug, sum(c.total)::bigint AS total, sum(c.returned)::bigint AS returned
+  FROM counts AS c
+  JOIN queue_app_queue AS q ON q.id = c.queue_id
  GROUP BY q.slug
 """
 
