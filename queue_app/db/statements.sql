@@ -1448,20 +1448,18 @@ SELECT q.id AS queue_id, q.slug, q.name, t.kind, count(*) AS open,
 
 -- name: CHECKS_FINISHED
 -- Checks finished in the window per queue, confirmed and returned.
-WITH bound AS (
-    SELECT now() - %(window)s AS since,
-           date_trunc('day', now() - %(window)s, 'UTC') + interval '1 day' AS whole
-), counts AS (
+WITH counts AS (
     SELECT c.queue_id, c.checks AS total,
            CASE WHEN c.result = 'returned' THEN c.checks ELSE 0 END AS returned
-      FROM queue_app_checktally AS c, bound
-     WHERE c.day >= bound.whole
+      FROM queue_app_checktally AS c
+     WHERE c.day >= date_trunc('day', now() - %(window)s, 'UTC') + interval '1 day'
     UNION ALL
     SELECT t.queue_id, 1, CASE WHEN o.result = 'returned' THEN 1 ELSE 0 END
-      FROM bound, queue_app_laneoutcome AS o
+      FROM queue_app_laneoutcome AS o
      CROSS JOIN LATERAL (SELECT k.queue_id FROM queue_app_lanetask AS k
                           WHERE k.id = o.task_id LIMIT 1) AS t
-     WHERE o.kind = 'check' AND o.created_at >= bound.since AND o.created_at < bound.whole
+     WHERE o.kind = 'check' AND o.created_at >= now() - %(window)s
+       AND o.created_at < date_trunc('day', now() - %(window)s, 'UTC') + interval '1 day'
 )
 SELECT q.slug, sum(c.total)::bigint AS total, sum(c.returned)::bigint AS returned
   FROM counts AS c
