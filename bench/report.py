@@ -558,7 +558,7 @@ def main() -> None:
                 "statements reaches here.",
                 "",
             ]
-    lines += b10_section(load("b10"))
+    lines += b10_section(load("b10"), load("b10-rate"))
     OUT.write_text("\n".join(lines) + "\n")
     print(f"wrote {OUT}", file=sys.stderr)
 

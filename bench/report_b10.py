@@ -9,7 +9,37 @@ def _gib(history: dict[str, Any] | None) -> str:
     return f"{history['size_gib']} GiB" if history else "?"
 
 
-def b10_section(b10: dict[str, Any] | None) -> list[str]:
+def rate_section(rate: dict[str, Any] | None, target: float) -> list[str]:
+    """The second comparison: the same ten million decisions against a team a fraction the size
+    (the same three years at scale 0.005). Every window (today, 7 days, 30 days) there holds a
+    fraction of the rows, so what it adds to the history comparison is each route's growth
+    with the team's rate: listed for the routes over the target only."""
+    if not rate:
+        return []
+    small = rate.get("small_history") or {}
+    over = [r for r in rate["routes"] if r["ratio_p50"] > target]
+    lines = [
+        f"Against a smaller team (run of {rate['machine']['date'][:16].replace('T', ' ')} UTC): "
+        f"`{rate['small_db']}`, scale {small.get('scale', '?')} over the same "
+        f"{small.get('days', 1095)} days "
+        f"({small.get('counts', {}).get('decisions', 0):,} decisions, the same open work), "
+        f"so each window holds about 1/{round(1 / small['scale']) if small.get('scale') else '?'}"
+        f" of the rows. {len(rate['routes']) - len(over)} of {len(rate['routes'])} routes stay "
+        f"within {target}x; these grow with the rate as well:",
+        "",
+        "| route | smaller team p50 | ten million p50 | ratio p50 / p95 |",
+        "|---|---:|---:|---:|",
+    ]
+    for r in over:
+        lines.append(
+            f"| {r['route']} | {r['small_p50']:.0f} | {r['large_p50']:.0f} | "
+            f"{r['ratio_p50']:.2f} / {r['ratio_p95']:.2f} |"
+        )
+    lines += ["", rate.get("reading", ""), ""]
+    return lines
+
+
+def b10_section(b10: dict[str, Any] | None, rate: dict[str, Any] | None = None) -> list[str]:
     if not b10:
         return []
     large = b10.get("large_history") or {}
@@ -28,8 +58,8 @@ def b10_section(b10: dict[str, Any] | None) -> list[str]:
         f"{counts.get('chain_batches', 0):,} sealed batches; loaded in "
         f"{large.get('load_s', '?')} s, {large.get('total_s', '?')} s with VACUUM ANALYZE, "
         f"{_gib(large)} on disk. Small: `{b10['small_db']}`, the same generator at scale "
-        f"{small.get('scale', '?')} ({small.get('counts', {}).get('decisions', 0):,} decisions, "
-        f"{_gib(small)}).",
+        f"{small.get('scale', '?')} over {small.get('days', 1095)} days "
+        f"({small.get('counts', {}).get('decisions', 0):,} decisions, {_gib(small)}).",
         "",
         f"Each route p50 / p95 in ms through Django's test client, {b10['n']} samples a side "
         "(admin changelists and checkpoint fewer), the two databases sample by sample in turn "
@@ -76,4 +106,4 @@ def b10_section(b10: dict[str, Any] | None) -> list[str]:
         + b10.get("reading", ""),
         "",
     ]
-    return lines
+    return lines + rate_section(rate, target)

@@ -17,24 +17,11 @@ from queue_app.db.statements import oversight as oversight_sql
 from queue_app.models import Decision, ReviewItem
 from queue_app.selectors.oversight import BAND_FLOORS
 from tests.conftest import make_items, triggers_off
+from tests.plans import nodes_reading, plan_of
 
 pytestmark = pytest.mark.django_db
 
 HISTORY = 20_000
-
-
-def _plan(statement: str, params: dict) -> dict:
-    with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN (FORMAT JSON) " + statement, params)
-        return cursor.fetchone()[0][0]["Plan"]
-
-
-def _reads(node: dict, relation: str) -> list[dict]:
-    """Every plan node that reads the relation."""
-    found = [node] if node.get("Relation Name") == relation else []
-    for child in node.get("Plans", []):
-        found += _reads(child, relation)
-    return found
 
 
 def _load_history(queue, reviewer: User, *, open_tasks_by: User) -> None:
@@ -90,8 +77,8 @@ def test_home_lanes_find_a_users_part_from_the_open_tasks_not_from_their_history
     # every decision she ever made (as EXISTS, the planner turns it into exactly that: a hashed
     # subplan over her decisions), and the home page grew with her history (B10: 11x).
     _load_history(queue, alice, open_tasks_by=bob)
-    plan = _plan(lanes_sql.LANES_FOR_USER, {"owner_id": alice.pk, "queue_ids": [queue.pk]})
-    decision_reads = _reads(plan, "queue_app_decision")
+    plan = plan_of(lanes_sql.LANES_FOR_USER, {"owner_id": alice.pk, "queue_ids": [queue.pk]})
+    decision_reads = nodes_reading(plan, "queue_app_decision")
     assert decision_reads, "the statement no longer reads decisions: update this test"
     for node in decision_reads:
         assert node["Node Type"] == "Index Scan", node
@@ -107,8 +94,8 @@ def test_the_oversight_window_reads_only_decisions_with_a_suggestion(queue, alic
     _load_history(queue, alice, open_tasks_by=bob)
     assert not Decision.objects.filter(suggestion_view__isnull=False).exists()
     for statement in (oversight_sql.SUGGESTION_FOLLOWING, oversight_sql.AUTOMATIC_DECISIONS_QA):
-        plan = _plan(statement, {"window": timedelta(days=90), "band_floors": list(BAND_FLOORS)})
-        indexes = {node.get("Index Name") for node in _reads(plan, "queue_app_decision")}
+        plan = plan_of(statement, {"window": timedelta(days=90), "band_floors": list(BAND_FLOORS)})
+        indexes = {node.get("Index Name") for node in nodes_reading(plan, "queue_app_decision")}
         assert indexes == {"decision_suggested_at"}, indexes
 
 
@@ -145,14 +132,14 @@ def test_the_admin_counts_a_long_list_only_up_to_its_bound(queue, root, monkeypa
 PREFIXED_1234 = {f"history {n}" for n in (1234, *range(12340, 12350))}
 
 
-def _queryset_plan(queryset) -> dict:
+def _querysetplan_of(queryset) -> dict:
     [explained] = json.loads(queryset.explain(format="json"))
     return explained["Plan"]
 
 
 def _indexes_read(plan: dict, relation: str) -> set[str]:
     """The indexes the plan reads the relation by; a sequential scan of it fails the test."""
-    nodes = _reads(plan, relation)
+    nodes = nodes_reading(plan, relation)
     assert nodes, f"the plan no longer reads {relation}: update this test"
     indexes = set()
     for node in nodes:
@@ -185,7 +172,7 @@ def test_the_admin_item_search_reads_the_words_index_not_every_subject(queue, al
     found = _admin_search(ReviewItem, "histo 1234", root)
     assert set(found.values_list("subject", flat=True)) == PREFIXED_1234
     for queryset in (found.order_by("-id")[:51], found.order_by()[: pagination.COUNT_CAP + 1]):
-        assert _indexes_read(_queryset_plan(queryset), "queue_app_reviewitem") == {
+        assert _indexes_read(_querysetplan_of(queryset), "queue_app_reviewitem") == {
             "item_subject_words"
         }
 
@@ -198,7 +185,7 @@ def test_my_work_subject_search_never_reads_every_item(queue, alice, bob):
     _load_history(queue, alice, open_tasks_by=bob)
     found = search_my_decisions(reviewer_id=alice.pk, subject="history 1234")
     assert {d.item.subject for d in found} == PREFIXED_1234
-    plan = _queryset_plan(found)
+    plan = _querysetplan_of(found)
     assert _indexes_read(plan, "queue_app_reviewitem") <= {
         "item_subject_words",
         "queue_app_reviewitem_pkey",
@@ -212,12 +199,12 @@ def test_the_admin_decision_search_reads_reviewers_from_their_indexes(queue, ali
     _load_history(queue, alice, open_tasks_by=bob)
     by_name = _admin_search(Decision, "nobody", root)
     assert not by_name.exists()
-    assert _indexes_read(_queryset_plan(by_name.order_by()), "queue_app_decision") == {
+    assert _indexes_read(_querysetplan_of(by_name.order_by()), "queue_app_decision") == {
         "decision_reviewer_name"
     }
     by_bob = _admin_search(Decision, "bo", root)
     assert by_bob.count() == 5
-    indexes = _indexes_read(_queryset_plan(by_bob.order_by()), "queue_app_decision")
+    indexes = _indexes_read(_querysetplan_of(by_bob.order_by()), "queue_app_decision")
     assert "decision_reviewer_name" in indexes, indexes
     assert indexes - {"decision_reviewer_name"} <= {
         "queue_app_decision_reviewer_id_e35be2f8",
@@ -238,7 +225,7 @@ def test_the_applied_effects_list_reads_its_index_latest_first(queue, alice, bob
         )
         cursor.execute("ANALYZE queue_app_applieddecision")
     listed = AppliedDecision.objects.order_by(*AppliedDecisionAdmin.ordering, "-decision")[:50]
-    plan = _queryset_plan(listed)
+    plan = _querysetplan_of(listed)
     assert _indexes_read(plan, "queue_app_applieddecision") == {"applied_at_recent"}
     assert "Sort" not in json.dumps(plan), plan
 
@@ -258,6 +245,6 @@ def test_the_item_age_filter_reads_the_items_of_its_window(queue, alice, bob, ro
     recent = age.queryset(request, ReviewItem.objects.all())
     assert 50 < recent.count() < 70
     for queryset in (recent.order_by("-id")[:51], recent.order_by()[: pagination.COUNT_CAP + 1]):
-        assert _indexes_read(_queryset_plan(queryset), "queue_app_reviewitem") == {
+        assert _indexes_read(_querysetplan_of(queryset), "queue_app_reviewitem") == {
             "item_created_at"
         }

@@ -9,31 +9,17 @@ import json
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from queue_app.db.statements import lanes as lanes_sql
 from queue_app.db.statements import mywork as mywork_sql
 from queue_app.selectors.my_work import MONTH, WEEK, next_utc_midnight, start_of_today
 from tests.conftest import triggers_off
+from tests.plans import nodes_reading, plan_of
 
 pytestmark = pytest.mark.django_db
 
 HISTORY = 20_000
-
-
-def _plan(statement: str, params: dict) -> dict:
-    with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN (FORMAT JSON) " + statement, params)
-        return cursor.fetchone()[0][0]["Plan"]
-
-
-def _reads(node: dict, relation: str) -> list[dict]:
-    """Every plan node that reads the relation."""
-    found = [node] if node.get("Relation Name") == relation else []
-    for child in node.get("Plans", []):
-        found += _reads(child, relation)
-    return found
 
 
 def _load_history(queue, maker, checker, *, every_minutes: int = 30) -> None:
@@ -142,10 +128,10 @@ def test_my_work_counts_read_the_tally_and_only_the_touched_decisions(queue, ali
     # Every one of alice's decisions had a check, the worst case for "touched": the checks are
     # still found through lanetask_check_maker within the window, never her whole history.
     _load_history(queue, alice, bob)
-    plan = _plan(mywork_sql.MY_DECISION_COUNTS, _my_work_params(alice.pk))
-    assert _reads(plan, "queue_app_decisiontally"), "the counts no longer read the tally"
+    plan = plan_of(mywork_sql.MY_DECISION_COUNTS, _my_work_params(alice.pk))
+    assert nodes_reading(plan, "queue_app_decisiontally"), "the counts no longer read the tally"
     for relation in ("queue_app_decision", "queue_app_lanetask", "queue_app_decisiontally"):
-        for node in _reads(plan, relation):
+        for node in nodes_reading(plan, relation):
             assert node["Node Type"] != "Seq Scan", (relation, node)
     text = json.dumps(plan)
     assert "lanetask_check_maker" in text
@@ -154,10 +140,10 @@ def test_my_work_counts_read_the_tally_and_only_the_touched_decisions(queue, ali
 
 def test_my_handling_time_reads_a_bounded_sample_of_my_newest_decisions(queue, alice, bob):
     _load_history(queue, alice, bob)
-    plan = _plan(mywork_sql.MY_HANDLING_TIME, _my_work_params(alice.pk))
+    plan = plan_of(mywork_sql.MY_HANDLING_TIME, _my_work_params(alice.pk))
     limits = [n for n in json.dumps(plan).split('"Node Type": ') if n.startswith('"Limit"')]
     assert limits, "the sample is no longer bounded"
-    for node in _reads(plan, "queue_app_decision"):
+    for node in nodes_reading(plan, "queue_app_decision"):
         assert node["Node Type"] != "Seq Scan", node
 
 
@@ -165,9 +151,11 @@ def test_checks_finished_probe_each_task_of_the_window(queue, alice, bob):
     # Joined plainly, the planner hashed every lane task ever made (a sequential scan that grows
     # with the history) to match the window's outcomes.
     _load_history(queue, alice, bob, every_minutes=10)
-    plan = _plan(lanes_sql.CHECKS_FINISHED, {"window": timedelta(days=30)})
-    tasks = _reads(plan, "queue_app_lanetask")
+    plan = plan_of(lanes_sql.CHECKS_FINISHED, {"window": timedelta(days=30)})
+    tasks = nodes_reading(plan, "queue_app_lanetask")
     assert tasks, "the statement no longer reads lane tasks: update this test"
     for node in tasks:
         assert node["Node Type"] in ("Index Scan", "Index Only Scan"), node
-    assert _reads(plan, "queue_app_checktally"), "whole days no longer come from the check tally"
+    assert nodes_reading(plan, "queue_app_checktally"), (
+        "whole days no longer come from the check tally"
+    )
