@@ -54,9 +54,16 @@ class _Matches(Func):
 def prefix_query(term: str) -> str | None:
     """Return the tsquery text of every word of term as a prefix ('ann smi' -> 'ann:* & smi:*').
 
-    None when the term has no letter or digit: there is nothing to look for.
+    None when the term has no letter or digit: there is nothing to look for. A single letter
+    is left out when a longer word is there ('J. Smith' looks for 'smith:*'): as a prefix it
+    matches every word that starts with that letter, so the index would read a twentieth of
+    all subjects to narrow nothing the other words do not. A digit stays: 'applicant 1' means
+    the number.
     """
-    words = _WORD.findall(term)[:MAX_WORDS]
+    words = _WORD.findall(term)
+    if any(len(word) > 1 for word in words):
+        words = [word for word in words if len(word) > 1 or word.isdigit()]
+    words = words[:MAX_WORDS]
     if not words:
         return None
     return " & ".join(f"{word[:MAX_WORD_LENGTH]}:*" for word in words)

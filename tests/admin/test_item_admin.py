@@ -155,6 +155,11 @@ def test_the_item_search_finds_subjects_by_the_start_of_their_words(queue, compl
     # Every word typed, in any order; a hyphenated word's parts are words.
     assert found("smi ann") == {anne.pk}
     assert found("baker jo") == {joanne.pk}
+    # A single letter beside longer words is left out (as a prefix it would read a twentieth
+    # of all subjects): an initial narrows nothing; alone, it is still a prefix.
+    assert found("J. Smith") == {anne.pk, joanne.pk}
+    assert found("x smith") == {anne.pk, joanne.pk}
+    assert found("j") == {joanne.pk, annette.pk}
     assert found("ann nobody") == set()
     # Punctuation separates words and is never a query operator: no term makes it fail.
     assert found("smith,anne") == {anne.pk}
