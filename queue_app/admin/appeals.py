@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.admin.utils import flatten_fieldsets
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.http import HttpRequest
 
@@ -147,30 +148,8 @@ class AppealAdmin(CappedCountAdmin, ReadOnlyAdmin):
             {"fields": ("notice_status", "notice_attempts", "notice_error", "notice_done_at")},
         ),
     )
-    readonly_fields = (
-        "queue",
-        "item",
-        "client",
-        "reference",
-        "text",
-        "attachments",
-        "received_at",
-        "window_ends_at",
-        "due_at",
-        "decision",
-        "statement",
-        "task",
-        "state",
-        "decided_at",
-        "decided_by",
-        "reasons",
-        "overturn",
-        "corrected_verdict",
-        "notice_status",
-        "notice_attempts",
-        "notice_error",
-        "notice_done_at",
-    )
+    # Every field shown is read-only: an appeal is as received, its outcome as decided.
+    readonly_fields = tuple(flatten_fieldsets(fieldsets))
 
     @staticmethod
     def _outcome(appeal: Appeal) -> LaneOutcome | None:

@@ -4,8 +4,10 @@ outcome notices back."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 from django.db.models.functions import Now
 
 from queue_app.db.runner import wake_apply_workers_after_commit
@@ -50,23 +52,14 @@ def retry_statement_deliveries(*, delivery_ids: Iterable[int], operator: User) -
     receiver or its configuration was at fault, or the contract's reading changed; a statement
     whose own fields are wrong is corrected by an overturn, whose statement has a PUID of its own.
     """
-    with transaction.atomic():
-        hold_permission(
-            user=operator,
-            perm="queue_app.change_statementdelivery",
-            refusal="Retrying a statement delivery needs permission to change statement "
-            "deliveries. Nothing was retried.",
-        )
-        revived = StatementDelivery.objects.filter(
-            pk__in=list(delivery_ids), dead=True, done_at__isnull=True
-        ).update(dead=False, attempts=0, next_attempt_at=Now())
-        if revived:
-            logger.info(
-                "statement deliveries retried by operator",
-                extra=log_extra(count=revived, reviewer=operator.pk),
-            )
-            wake_apply_workers_after_commit()
-    return revived
+    return _revive_dead(
+        StatementDelivery.objects.filter(pk__in=list(delivery_ids)),
+        operator=operator,
+        perm="queue_app.change_statementdelivery",
+        refusal="Retrying a statement delivery needs permission to change statement "
+        "deliveries. Nothing was retried.",
+        logged="statement deliveries retried by operator",
+    )
 
 
 def retry_appeal_notices(*, appeal_ids: Iterable[int], operator: User) -> int:
@@ -77,20 +70,28 @@ def retry_appeal_notices(*, appeal_ids: Iterable[int], operator: User) -> int:
     Refused whole (PermissionDenied, nothing changed) unless the operator holds
     change_appealnotice as the database reads it in this transaction.
     """
+    return _revive_dead(
+        AppealNotice.objects.filter(appeal_id__in=list(appeal_ids)),
+        operator=operator,
+        perm="queue_app.change_appealnotice",
+        refusal="Retrying an appeal outcome notice needs permission to change appeal "
+        "outcome notices. Nothing was retried.",
+        logged="appeal outcome notices retried by operator",
+    )
+
+
+def _revive_dead(
+    jobs: QuerySet[Any], *, operator: User, perm: str, refusal: str, logged: str
+) -> int:
+    """Put the dead, undone jobs among these back in line, at once and from their first
+    attempt; return how many. Refused whole unless the operator holds perm as the database
+    reads it in this transaction."""
     with transaction.atomic():
-        hold_permission(
-            user=operator,
-            perm="queue_app.change_appealnotice",
-            refusal="Retrying an appeal outcome notice needs permission to change appeal "
-            "outcome notices. Nothing was retried.",
+        hold_permission(user=operator, perm=perm, refusal=refusal)
+        revived = jobs.filter(dead=True, done_at__isnull=True).update(
+            dead=False, attempts=0, next_attempt_at=Now()
         )
-        revived = AppealNotice.objects.filter(
-            appeal_id__in=list(appeal_ids), dead=True, done_at__isnull=True
-        ).update(dead=False, attempts=0, next_attempt_at=Now())
         if revived:
-            logger.info(
-                "appeal outcome notices retried by operator",
-                extra=log_extra(count=revived, reviewer=operator.pk),
-            )
+            logger.info(logged, extra=log_extra(count=revived, reviewer=operator.pk))
             wake_apply_workers_after_commit()
     return revived
