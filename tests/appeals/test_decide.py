@@ -37,6 +37,24 @@ def claimed(appeal, user):
     return task
 
 
+def reversed_under_four_eyes(appeal, user, queue):
+    """The queue checks approvals; user reverses the appeal to approve: a reversal whose
+    overturn now waits for its checker. Returns the appeal's outcome."""
+    from queue_app.models import CheckPolicy
+
+    CheckPolicy.objects.create(queue=queue, verdict="approve")
+    task = claimed(appeal, user)
+    return appeals.decide_appeal(
+        task_id=task.pk,
+        user=user,
+        lease_token=task.lease_token,
+        reverse=True,
+        corrected_verdict="approve",
+        reason_code="reviewer_error",
+        reasons="A warning, not a scam.",
+    )
+
+
 def outcome_notices(platform):
     return [
         json.loads(body)
@@ -144,20 +162,9 @@ def test_a_reversal_the_check_policy_covers_waits_for_its_checker(
 ):
     """Four eyes as for any overturn: the queue checks approvals, so the reversal waits for a
     second person, and the person hears of it only once it took effect."""
-    from queue_app.models import CheckPolicy
     from queue_app.services import confirm_check
 
-    CheckPolicy.objects.create(queue=notifying_posts, verdict="approve")
-    task = claimed(appeal, dave)
-    outcome = appeals.decide_appeal(
-        task_id=task.pk,
-        user=dave,
-        lease_token=task.lease_token,
-        reverse=True,
-        corrected_verdict="approve",
-        reason_code="reviewer_error",
-        reasons="A warning, not a scam.",
-    )
+    outcome = reversed_under_four_eyes(appeal, dave, notifying_posts)
     while apply_batch():
         pass
     assert not StatementOfReasons.objects.filter(decision_id=outcome.overturn_id).exists()
@@ -182,21 +189,11 @@ def test_a_reversal_its_checker_returns_is_shown_as_not_final_and_its_notice_is_
     held, never sent as "reversed"."""
     from django.urls import reverse
 
-    from queue_app.models import CheckPolicy, DecisionStatus
+    from queue_app.models import DecisionStatus
     from queue_app.selectors.appeal_figures import read_appeal_figures
     from queue_app.services import return_check
 
-    CheckPolicy.objects.create(queue=notifying_posts, verdict="approve")
-    task = claimed(appeal, dave)
-    outcome = appeals.decide_appeal(
-        task_id=task.pk,
-        user=dave,
-        lease_token=task.lease_token,
-        reverse=True,
-        corrected_verdict="approve",
-        reason_code="reviewer_error",
-        reasons="A warning, not a scam.",
-    )
+    outcome = reversed_under_four_eyes(appeal, dave, notifying_posts)
     check = claim_lane_task(queue=notifying_posts, kind="check", user=carol)
     assert check.decision_id == outcome.overturn_id
     return_check(task_id=check.pk, user=carol, lease_token=check.lease_token, note="It was a scam.")
@@ -205,7 +202,7 @@ def test_a_reversal_its_checker_returns_is_shown_as_not_final_and_its_notice_is_
     overturn = Decision.objects.get(pk=outcome.overturn_id)
     assert overturn.story.status == DecisionStatus.RETURNED
     # The returned overturn stays in the log; the appeal's outcome names it.
-    assert LaneOutcome.objects.get(task_id=task.pk).overturn_id == overturn.pk
+    assert LaneOutcome.objects.get(task_id=appeal.task_id).overturn_id == overturn.pk
 
     assert appeal_delivery.deliver_appeal_notices() == 0
     assert outcome_notices(platform) == []
@@ -218,6 +215,6 @@ def test_a_reversal_its_checker_returns_is_shown_as_not_final_and_its_notice_is_
     assert figures.reversals_returned == 1
 
     client.force_login(dave)
-    page = client.get(reverse("lane-task", args=[task.pk])).content.decode()
+    page = client.get(reverse("lane-task", args=[appeal.task_id])).content.decode()
     assert 'id="appeal-reversal-returned"' in page
     assert f"Overturn #{overturn.pk} was returned by its checker" in page
