@@ -1,7 +1,8 @@
 """The history generator: years of decided work, bulk-loaded with SQL, for B10.
 
 At --scale 1: 2,000,000 items (about 10,000,000 decisions, five a decided item on average, each
-round a re-review), their item events (created, decided, attachment put), 200,000 subjects,
+round a re-review), their item events (created, claimed, decided, attachment put: in time
+order, as the console writes them), 200,000 subjects (named like people and companies),
 500 reviewers, 50 queues, about 1,000,000 lane tasks (a decision in ten: checks and QA, nearly
 all done, each done one with its outcome), attachment metadata on a tenth of the items, access
 history (user access events), applied-effect rows, spread over three years. The skew is
@@ -89,6 +90,48 @@ def setup_people() -> dict[str, Any]:
     }
 
 
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+# Subjects are named as a KYC or moderation queue names them: a person (first name and
+# surname) or, one in five, a company. Names are drawn with a skew (a few surnames are common,
+# as in any population), so a search by surname meets thousands of items and a full name few.
+FIRST_NAMES = _words(
+    "Anna Ben Carla David Elena Farid Greta Hugo Ines Jonas Kaja Leon Maria Nils Olga Pavel "
+    "Quinn Rosa Samir Tara Umar Vera Wim Xenia Yusuf Zoe Amir Bianca Chen Dalia Emil Fatima "
+    "Gabriel Hana Ivan Julia Karim Lena Mateo Nora Oskar Paula Rafael Sofia Tomas Ula Viktor "
+    "Wanda Yara Zeynep Aiko Bruno Celine Dmitri Eva Felix Giulia Hamza Irene Jan Klara Luca "
+    "Mina Noah Olivia Pedro Ruth Stefan Thea Uwe Valentina Wei Ximena Yosef Aaliyah Boris "
+    "Clara Diego Esther Florian Gemma Henrik Ida Jakub Kofi Lina Marek Naomi Omar Petra "
+    "Reza Selin Timo Ursula Vincent Wiktoria Yuki Zainab"
+)
+SURNAMES = _words(
+    "Smith Müller Garcia Nowak Rossi Kowalski Schmidt Martin Jansen Novak Silva Dubois Bauer "
+    "Fischer Weber Meyer Wagner Becker Schulz Hoffmann Koch Richter Klein Wolf Schröder "
+    "Neumann Schwarz Zimmermann Braun Krüger Hofmann Hartmann Lange Schmitt Werner Krause "
+    "Meier Lehmann Schmid Schulze Maier Köhler Herrmann König Walter Mayer Huber Kaiser Fuchs "
+    "Peters Lang Scholz Möller Weiß Jung Hahn Schubert Vogel Friedrich Keller Günther Frank "
+    "Berger Winkler Roth Beck Lorenz Baumann Franke Albrecht Schuster Simon Ludwig Böhm "
+    "Winter Kraus Schumacher Krämer Vogt Stein Jäger Otto Sommer Groß Seidel Heinrich Brandt "
+    "Haas Schreiber Graf Schulte Dietrich Ziegler Kuhn Kühn Pohl Engel Horn Busch Bergmann "
+    "Thomas Voigt Sauer Arnold Wolff Pfeiffer Johnson Williams Brown Jones Miller Davis "
+    "Wilson Anderson Taylor Moore Jackson White Harris Thompson Clark Lewis Robinson Walker "
+    "Young Allen King Wright Scott Torres Nguyen Hill Flores Green Adams Nelson Baker Hall "
+    "Rivera Campbell Mitchell Carter Roberts Kim Lee Park Chen Wang Li Zhang Liu Yang Huang "
+    "Zhao Wu Zhou Sun Ma Tanaka Suzuki Takahashi Watanabe Ito Yamamoto Nakamura Kobayashi "
+    "Sato Kato Yilmaz Kaya Demir Sahin Celik Yildiz Öztürk Aydin Ivanov Smirnov Kuznetsov "
+    "Popov Petrov Sokolov Horvat Kovacs Nagy Szabo Toth Varga Papadopoulos Rossetti Esposito "
+    "Bianchi Romano Colombo Ricci Marino Greco Bruno Gallo Conti Costa Giordano Mancini "
+    "Rizzo Lombardi Moretti Fernandez Lopez Martinez Sanchez Perez Gomez Diaz Alvarez Romero "
+    "Navarro Ruiz Moreno Jimenez Hernandez Santos Oliveira Pereira Ferreira Almeida Carvalho "
+    "Gomes Ribeiro Lopes Sousa Andersson Johansson Karlsson Nilsson Eriksson Larsson Olsen "
+    "Hansen Nielsen Jensen Pedersen Virtanen Korhonen Mäkinen Nieminen Okafor Mensah Diallo "
+    "Traore Kamara Haddad Khalil Nasser Rahman Hossain Khan Ali Ahmed Hussain Patel Shah "
+    "Singh Kumar Sharma Gupta Mehta Reddy Iyer Das Bose"
+)
+COMPANY_FORMS = ("Holdings", "Trading", "GmbH", "Ltd", "Logistics", "Partners")
+
 # The lookup tables every statement below joins (tiny; dropped at the end).
 LOOKUPS = """
 CREATE TABLE h_queue (k int PRIMARY KEY, id bigint NOT NULL);
@@ -102,6 +145,22 @@ INSERT INTO h_reason
 SELECT queue_id, verdict, split_part(code, '-', 2)::int, id FROM queue_app_reasoncode;
 """
 
+# Subject k's name: the first name and surname drawn from k by two multiplicative hashes
+# (the same subject always has the same name), each with a skew towards the front of its list.
+NAMES = """
+CREATE TABLE h_name (k int PRIMARY KEY, name text NOT NULL);
+INSERT INTO h_name
+SELECT k, CASE WHEN k %% 5 = 0 THEN n.surname || ' ' || (%(forms)s::text[])[1 + k %% %(n_forms)s]
+               ELSE n.first || ' ' || n.surname END
+  FROM generate_series(1, %(subjects)s + 1) AS k
+ CROSS JOIN LATERAL (SELECT ((k::bigint * 7919) %% 10007) / 10007.0 AS f,
+                            ((k::bigint * 104729) %% 100003) / 100003.0 AS s) AS u
+ CROSS JOIN LATERAL (
+       SELECT (%(firsts)s::text[])[1 + floor(%(n_firsts)s * power(u.f, 1.5))::int] AS first,
+              (%(surnames)s::text[])[1 + floor(%(n_surnames)s * power(u.s, 2))::int] AS surname
+       ) AS n
+"""
+
 # (Each LATERAL names an outer column: uncorrelated, its random() would be drawn once for all.)
 # Decided items, oldest first (ids in time order), spread evenly over the years before the open
 # work. Queue k of 50: floor(51^u), a share of about 1/k. Subject: floor(S·u²)+1, the busiest
@@ -112,12 +171,12 @@ INSERT INTO queue_app_reviewitem
      idempotency_key, source_hash, trace_id, lease_count, decided_at, subject_key, review_round,
      attachments, excluded_reviewer_ids, evidence_hash)
 SELECT i, q.id, q.id, CASE WHEN i > %(n)s - %(awaiting)s THEN 'awaiting_check' ELSE 'decided' END,
-       0, t.created, 'History item ' || i,
+       0, t.created, nm.name,
        jsonb_build_object('amount', round((random() * 10000)::numeric, 2), 'ref', 'R' || i,
                           'currency', (ARRAY['EUR', 'USD', 'GBP'])[1 + i %% 3]),
        'h-' || i, '', gen_random_uuid(), r.rounds,
        t.created + make_interval(mins => 10 * r.rounds),
-       'subject-' || (floor(%(subjects)s * s.u * s.u)::int + 1), r.rounds - 1,
+       'subject-' || nm.k, r.rounds - 1,
        CASE WHEN i %% 10 = 0 THEN jsonb_build_object(
                 'scan.pdf', jsonb_build_object('sha256', encode(sha256(int8send(i)), 'hex'),
                                                'content_type', 'application/pdf',
@@ -131,6 +190,7 @@ SELECT i, q.id, q.id, CASE WHEN i > %(n)s - %(awaiting)s THEN 'awaiting_check' E
   CROSS JOIN LATERAL (SELECT x.u) AS s (u)
   CROSS JOIN LATERAL (SELECT x.rounds) AS r (rounds)
   JOIN h_queue AS q ON q.k = x.k
+  JOIN h_name AS nm ON nm.k = floor(%(subjects)s * s.u * s.u)::int + 1
   CROSS JOIN LATERAL (SELECT %(start)s::timestamptz
                              + %(span)s::interval * ((i - 1)::float8 / %(n)s) AS created) AS t
 """
@@ -160,9 +220,15 @@ SELECT i.id, i.queue_id, u.id, u.username, v.verdict, rc.id,
  WHERE i.state IN ('decided', 'awaiting_check')
 """
 
+# Every event an item's rounds leave, written in time order as the console writes them (the
+# newest events at the heap's end): created, the attachment put, and for each decision the
+# claim it was made under (a handling time of 20 s to 10 min, most a few minutes) and itself.
 EVENTS = """
 INSERT INTO queue_app_itemevent (item_id, kind, actor_id, at, detail)
-SELECT id, 'created', NULL::integer, created_at, '{}'::jsonb FROM queue_app_reviewitem
+SELECT item_id, kind, actor_id, at, detail FROM (
+SELECT id AS item_id, 'created' AS kind, NULL::integer AS actor_id, created_at AS at,
+       '{}'::jsonb AS detail
+  FROM queue_app_reviewitem
  WHERE state IN ('decided', 'awaiting_check')
 UNION ALL
 SELECT id, 'attachment_put', NULL::integer, created_at + interval '1 minute',
@@ -174,6 +240,13 @@ SELECT d.item_id, 'decided', d.reviewer_id, d.created_at,
                           'awaiting_check', i.state = 'awaiting_check'
                                             AND d.review_round = i.review_round)
   FROM queue_app_decision AS d JOIN queue_app_reviewitem AS i ON i.id = d.item_id
+UNION ALL
+SELECT d.item_id, 'claimed', d.reviewer_id,
+       d.created_at - make_interval(secs => 20 + 580 * power(random(), 2)),
+       jsonb_build_object('lease_count', d.review_round + 1, 'previous_owner_id', NULL)
+  FROM queue_app_decision AS d
+) AS e
+ ORDER BY at
 """
 
 # A decision in ten gets a lane task: seven in ten a check, the rest QA; the newest QA tasks
@@ -303,20 +376,22 @@ def pending_items(queue_ids: list[int], n: int, *, busy: int, start_id: int) -> 
                  idempotency_key, source_hash, trace_id, lease_count, subject_key, review_round,
                  attachments, excluded_reviewer_ids, evidence_hash)
             SELECT %(start_id)s + g, q.id, q.id, 'pending', CASE WHEN busy THEN 1 ELSE 0 END,
-                   now() - make_interval(secs => (%(n)s - g) * 5), s.subject,
+                   now() - make_interval(secs => (%(n)s - g) * 5), s.name,
                    '{"amount": "12.50"}'::jsonb, 'h-open-' || g, '', gen_random_uuid(), 0,
-                   CASE WHEN busy THEN 'subject-1'
-                        ELSE 'subject-' || (floor(%(subjects)s * random() ^ 2)::int + 1) END,
+                   'subject-' || x.subject,
                    0, '{}', '{}',
-                   encode(sha256(convert_to(%(head)s || '"' || s.subject || '"' || %(tail)s,
+                   encode(sha256(convert_to(%(head)s || '"' || s.name || '"' || %(tail)s,
                                             'UTF8')), 'hex')
               FROM generate_series(1, %(n)s) AS g
               CROSS JOIN LATERAL (SELECT g <= %(busy)s AS busy,
                                          CASE WHEN g <= %(busy)s THEN 1
                                               ELSE least(50, floor(exp(random() * ln(51)))::int)
-                                         END AS k) AS x
+                                         END AS k,
+                                         CASE WHEN g <= %(busy)s THEN 1
+                                              ELSE floor(%(subjects)s * random() ^ 2)::int + 1
+                                         END AS subject) AS x
               JOIN h_queue AS q ON q.k = x.k
-              CROSS JOIN LATERAL (SELECT 'Open item ' || g AS subject) AS s
+              JOIN h_name AS s ON s.k = x.subject
             """,
             {
                 "n": n,
@@ -416,6 +491,17 @@ def generate(
         c.execute("SELECT setseed(0.48)")
         for statement in filter(str.strip, LOOKUPS.split(";")):
             c.execute(statement, {"queues": people["queue_ids"], "users": people["user_ids"]})
+        names = {
+            "subjects": FULL["subjects"],
+            "firsts": list(FIRST_NAMES),
+            "n_firsts": len(FIRST_NAMES),
+            "surnames": list(SURNAMES),
+            "n_surnames": len(SURNAMES),
+            "forms": list(COMPANY_FORMS),
+            "n_forms": len(COMPANY_FORMS),
+        }
+        for statement in filter(str.strip, NAMES.split(";")):
+            c.execute(statement, names)
     start = f"now() - interval '{int(days)} days'"
     with connection.cursor() as c:
         c.execute(f"SELECT ({start})::text")
@@ -481,7 +567,7 @@ def generate(
                 f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
                 f"(SELECT max({column}) FROM {table}))"
             )
-        c.execute("DROP TABLE h_queue, h_user, h_reason")
+        c.execute("DROP TABLE h_queue, h_user, h_reason, h_name")
         c.execute("SET session_replication_role = DEFAULT")
     loaded = time.perf_counter() - began
     t0 = time.perf_counter()
