@@ -291,6 +291,11 @@ REVIEW_PDF_PAGE_CACHE_DIR = env("REVIEW_PDF_PAGE_CACHE_DIR", default=str(DATA_DI
 REVIEW_PDF_RENDER_SECONDS = env.float("REVIEW_PDF_RENDER_SECONDS", default=10.0)
 REVIEW_PDF_RENDER_MEMORY_MB = env.int("REVIEW_PDF_RENDER_MEMORY_MB", default=1024)
 
+# The admin counts a filtered list exactly only when the planner expects that count to cost at
+# most this (its cost units: about one page read from disk each); above it, the page shows
+# the planner's estimate, marked as one (queue_app/admin/pagination.py).
+REVIEW_ADMIN_COUNT_COST = env.float("REVIEW_ADMIN_COUNT_COST", default=20000.0)
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
