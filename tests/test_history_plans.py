@@ -88,6 +88,50 @@ def test_home_lanes_find_a_users_part_from_the_open_tasks_not_from_their_history
     assert "queue_app_part_items" not in json.dumps(plan)
 
 
+def test_my_qa_agreement_reads_my_reviews_of_the_window_not_the_teams(queue, alice, bob):
+    # My work's agreement: one reviewer's QA reviews of 30 days. Read from the window's every
+    # QA review it cost what the whole team's month holds, in a parallel plan at ten million
+    # decisions (B10); lanetask_qa_maker gives the reviewer's own month. Here 20,000 QA reviews
+    # over two years, a tenth of them of alice's decisions: about 70 in her month.
+    _load_history(queue, alice, open_tasks_by=bob)
+    qa = User.objects.create_user("qa-reviewer")
+    with triggers_off("queue_app_lanetask", "queue_app_laneoutcome", foreign_keys=True) as cur:
+        cur.execute(
+            """
+            INSERT INTO queue_app_lanetask
+                (kind, queue_id, item_id, decision_id, maker_id, maker_principal_id, state,
+                 lease_owner_id, lease_token, lease_expires, lease_count, created_at, done_at)
+            SELECT 'qa', d.queue_id, d.item_id, d.id, m.maker, m.maker, 'done', %(qa)s,
+                   gen_random_uuid(), m.done + interval '1 hour', 1, m.done, m.done
+              FROM queue_app_decision AS d
+             CROSS JOIN LATERAL (SELECT CASE WHEN d.id %% 10 = 0 THEN %(alice)s
+                                             ELSE %(bob)s END AS maker,
+                                        now() - make_interval(hours => (d.id %% 20000)::int)
+                                            AS done) AS m
+            """,
+            {"alice": alice.pk, "bob": bob.pk, "qa": qa.pk},
+        )
+        cur.execute(
+            """
+            INSERT INTO queue_app_laneoutcome
+                (task_id, kind, result, actor_id, actor_username, lease_token, verdict,
+                 reason_code_id, agrees_verdict, agrees_reason, note, created_at)
+            SELECT t.id, 'qa', 'reviewed', t.lease_owner_id, '', t.lease_token, d.verdict,
+                   d.reason_code_id, true, true, '', t.done_at
+              FROM queue_app_lanetask AS t JOIN queue_app_decision AS d ON d.id = t.decision_id
+             WHERE t.kind = 'qa'
+            """,
+        )
+        cur.execute("ANALYZE queue_app_lanetask")
+        cur.execute("ANALYZE queue_app_laneoutcome")
+    params = {"window": timedelta(days=30), "queue_id": None}
+    mine = plan_of(lanes_sql.QA_REVIEWS_IN_WINDOW, {**params, "reviewer_id": alice.pk})
+    assert _indexes_read(mine, "queue_app_lanetask") == {"lanetask_qa_maker"}
+    # Everyone's (/ops/) reads the window of outcomes.
+    everyone = plan_of(lanes_sql.QA_REVIEWS_IN_WINDOW, {**params, "reviewer_id": None})
+    assert "laneoutcome_kind_at" in _indexes_read(everyone, "queue_app_laneoutcome")
+
+
 def test_the_oversight_window_reads_only_decisions_with_a_suggestion(queue, alice, bob):
     # /metrics and /ops/: a window of the decisions that had a machine suggestion. None of the
     # history loaded here had one: the partial index answers without reading the window.

@@ -2262,6 +2262,9 @@ CREATE INDEX lanetask_open_due_claim ON public.queue_app_lanetask USING btree (q
 -- index lanetask_open_owner
 CREATE INDEX lanetask_open_owner ON public.queue_app_lanetask USING btree (lease_owner_id, queue_id, kind) WHERE ((lease_owner_id IS NOT NULL) AND ((state)::text = 'open'::text));
 
+-- index lanetask_qa_maker
+CREATE INDEX lanetask_qa_maker ON public.queue_app_lanetask USING btree (maker_id, done_at) WHERE ((kind)::text = 'qa'::text);
+
 -- trigger lanetask_no_delete
 CREATE TRIGGER lanetask_no_delete BEFORE DELETE ON public.queue_app_lanetask FOR EACH ROW EXECUTE FUNCTION queue_app_refuse_rewrite();
 

@@ -1477,6 +1477,7 @@ SELECT q.id AS queue_id, q.slug, q.name AS queue_name, o.created_at AS reviewed_
   JOIN auth_user AS u ON u.id = d.reviewer_id
   JOIN queue_app_queue AS q ON q.id = t.queue_id
  WHERE o.kind = 'qa' AND o.result = 'reviewed' AND o.created_at >= now() - %(window)s
+   AND t.kind = 'qa' AND t.done_at >= now() - %(window)s
    AND (%(queue_id)s::bigint IS NULL OR t.queue_id = %(queue_id)s::bigint)
    AND (%(reviewer_id)s::bigint IS NULL OR t.maker_id = %(reviewer_id)s::bigint);
 

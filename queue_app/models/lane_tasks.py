@@ -207,6 +207,14 @@ class LaneTask(models.Model):
                 name="lanetask_check_maker",
                 condition=Q(kind="check"),
             ),
+            # One reviewer's QA reviews finished in a window (My work's agreement), without
+            # reading every QA review of the window: a QA task is done when its outcome is
+            # written, in the one statement (done_at is the outcome's created_at).
+            models.Index(
+                fields=["maker", "done_at"],
+                name="lanetask_qa_maker",
+                condition=Q(kind="qa"),
+            ),
         ]
         constraints = [
             models.CheckConstraint(

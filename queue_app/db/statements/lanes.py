@@ -498,8 +498,10 @@ SELECT q.slug, sum(c.total)::bigint AS total, sum(c.returned)::bigint AS returne
 # and per reviewer are both computed from these rows (selectors.agreement). The window is read
 # through laneoutcome_kind_at. %(reviewer_id)s (NULL = everyone) narrows them to one original
 # reviewer's decisions: My work shows a reviewer their own agreement (queue_app/mywork/). It is
-# asked of the task's maker (the decision's reviewer, by lanetask_matches_decision), so the
-# window's other reviews are dropped at the task, before their decision is read.
+# asked of the task's maker (the decision's reviewer, by lanetask_matches_decision), and the
+# task's own window (a QA task is done in the statement that writes its outcome: done_at is the
+# outcome's created_at), so one reviewer's reviews come from lanetask_qa_maker (maker, done_at)
+# and cost what that reviewer's month holds, not what the whole team's does.
 QA_REVIEWS_IN_WINDOW = """
 SELECT q.id AS queue_id, q.slug, q.name AS queue_name, o.created_at AS reviewed_at,
        d.reviewer_id, coalesce(d.reviewer_username, u.username) AS reviewer_username,
@@ -510,6 +512,7 @@ SELECT q.id AS queue_id, q.slug, q.name AS queue_name, o.created_at AS reviewed_
   JOIN auth_user AS u ON u.id = d.reviewer_id
   JOIN queue_app_queue AS q ON q.id = t.queue_id
  WHERE o.kind = 'qa' AND o.result = 'reviewed' AND o.created_at >= now() - %(window)s
+   AND t.kind = 'qa' AND t.done_at >= now() - %(window)s
    AND (%(queue_id)s::bigint IS NULL OR t.queue_id = %(queue_id)s::bigint)
    AND (%(reviewer_id)s::bigint IS NULL OR t.maker_id = %(reviewer_id)s::bigint)
 """
