@@ -2159,6 +2159,28 @@ SELECT i.id, i.subject, i.hold_until, i.held_at, i.due_at,
  ORDER BY i.hold_until, i.id
  LIMIT %(limit)s;
 
+-- name: MY_SUBJECT_SEARCH
+-- A reviewer's newest decisions whose subject has the words typed.
+SELECT s.id
+  FROM (SELECT d.id, d.created_at, i.subject
+          FROM queue_app_decision AS d
+          JOIN queue_app_reviewitem AS i ON i.id = d.item_id
+         WHERE d.reviewer_id = %(reviewer)s AND d.created_at >= %(since)s
+         ORDER BY d.created_at DESC, d.id DESC
+         LIMIT %(scope)s) AS s
+ WHERE to_tsvector('simple'::regconfig, s.subject) @@ to_tsquery('simple'::regconfig, %(words)s)
+ ORDER BY s.created_at DESC, s.id DESC
+ LIMIT %(limit)s;
+
+-- name: MY_SEARCH_REACH
+-- How far back a reviewer's newest decisions a subject search reads go.
+SELECT d.created_at
+  FROM queue_app_decision AS d
+ WHERE d.reviewer_id = %(reviewer)s AND d.created_at >= %(since)s
+ ORDER BY d.created_at DESC, d.id DESC
+OFFSET %(scope)s - 1
+ LIMIT 2;
+
 -- ===============================================================================================
 -- evidence: Backfilling stored evidence hashes for open items (manage.py backfill_evidence_hashes).
 

@@ -14,8 +14,10 @@ from queue_app.console.views import console_view
 from queue_app.selectors.my_work import (
     SEARCH_LIMIT,
     SUBJECT_SEARCH_DAYS,
+    SUBJECT_SEARCH_SCOPE,
     my_work,
     search_my_decisions,
+    subject_search_reach,
 )
 from queue_app.services import signed_in_id
 
@@ -55,6 +57,7 @@ def my_work_page(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
     form = SearchForm(request.GET or None)
     results = None
+    reach = None
     if form.is_bound and form.is_search() and form.is_valid():
         data = form.cleaned_data
         results = list(
@@ -63,8 +66,13 @@ def my_work_page(request: HttpRequest) -> HttpResponse:
                 subject=data["subject"] or "",
                 item_id=data["item"],
                 day=data["day"],
+                now=now,
             )
         )
+        subject_alone = data["subject"] and not data["item"] and not data["day"]
+        if subject_alone and len(results) < SEARCH_LIMIT:
+            # The whole scope was read: say whether it reached the window's start.
+            reach = subject_search_reach(reviewer_id=signed_in_id(request.user), now=now)
     return render(
         request,
         "console/my_work.html",
@@ -76,5 +84,7 @@ def my_work_page(request: HttpRequest) -> HttpResponse:
             "results": results,
             "search_limit": SEARCH_LIMIT,
             "subject_days": SUBJECT_SEARCH_DAYS,
+            "subject_scope": SUBJECT_SEARCH_SCOPE,
+            "reach": reach,
         },
     )

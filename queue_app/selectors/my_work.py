@@ -12,17 +12,19 @@ from django.utils import timezone
 from queue_app.db.runner import fetch_dicts
 from queue_app.db.statements import mywork as mywork_sql
 from queue_app.models import Decision, DecisionStatus, ItemState, ReviewItem
-from queue_app.models.subject_search import subject_has_words
+from queue_app.models.subject_search import prefix_query, subject_has_words
 from queue_app.second_person import Rate
 from queue_app.selectors.agreement import Agreement, agreement_of, qa_review_rows
 from queue_app.selectors.lane_figures import interval_text, percent
 
 WEEK = timedelta(days=7)
 MONTH = timedelta(days=30)
-# A search answers at most this many decisions, newest first; a subject search looks back at
-# most this far (an item id or a day is exact and needs no bound of its own).
+# A search answers at most this many decisions, newest first; a subject search alone reads at
+# most the reviewer's newest SUBJECT_SEARCH_SCOPE decisions of SUBJECT_SEARCH_DAYS (an item id
+# or a day is exact and needs no bound of its own).
 SEARCH_LIMIT = 50
 SUBJECT_SEARCH_DAYS = 365
+SUBJECT_SEARCH_SCOPE = 5000
 # At most this many of my holds are listed (soonest back first).
 HOLDS_LIMIT = 100
 # Handling time is measured on at most this many of my newest decisions of the 30 days.
@@ -265,13 +267,41 @@ def search_my_decisions(
         starts = timezone.make_aware(datetime.combine(day, time.min))
         decisions = decisions.filter(created_at__gte=starts, created_at__lt=starts + timedelta(1))
     if subject:
-        if day is None and item_id is None:
-            decisions = decisions.filter(created_at__gte=now - timedelta(days=SUBJECT_SEARCH_DAYS))
-        # Words of the subject (models/subject_search.py): its index, not every item, answers.
-        has_words = subject_has_words(subject, "item__subject")
-        if has_words is None:
+        words = prefix_query(subject)
+        if words is None:
             return decisions.none()
-        decisions = decisions.filter(has_words)
+        if day is None and item_id is None:
+            # Alone, a subject search reads a bounded scope (mywork_sql.MY_SUBJECT_SEARCH).
+            found = fetch_dicts(
+                mywork_sql.MY_SUBJECT_SEARCH,
+                {
+                    "reviewer": reviewer_id,
+                    "since": now - timedelta(days=SUBJECT_SEARCH_DAYS),
+                    "scope": SUBJECT_SEARCH_SCOPE,
+                    "words": words,
+                    "limit": SEARCH_LIMIT,
+                },
+            )
+            decisions = decisions.filter(pk__in=[row["id"] for row in found])
+        else:
+            # Within a day or an item, few decisions: the words are matched on each subject.
+            decisions = decisions.filter(subject_has_words(subject, "item__subject"))
     return decisions.select_related("item", "queue", "reason_code", "story").order_by(
         "-created_at", "-id"
     )[:SEARCH_LIMIT]
+
+
+def subject_search_reach(*, reviewer_id: int, now: datetime | None = None) -> datetime | None:
+    """How far back a subject search alone looks: the time of the oldest decision of its scope
+    when the reviewer made more than SUBJECT_SEARCH_SCOPE in SUBJECT_SEARCH_DAYS, else None
+    (it reads the whole window)."""
+    now = now or timezone.now()
+    rows = fetch_dicts(
+        mywork_sql.MY_SEARCH_REACH,
+        {
+            "reviewer": reviewer_id,
+            "since": now - timedelta(days=SUBJECT_SEARCH_DAYS),
+            "scope": SUBJECT_SEARCH_SCOPE,
+        },
+    )
+    return rows[0]["created_at"] if len(rows) == 2 else None

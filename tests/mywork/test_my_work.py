@@ -150,6 +150,34 @@ def test_the_page_searches_and_says_what_is_wrong_with_a_search(queue, alice):
     assert bad.context["results"] is None
 
 
+def test_a_subject_search_alone_says_how_far_back_it_looked(queue, alice, monkeypatch):
+    # A subject search alone reads the reviewer's newest SUBJECT_SEARCH_SCOPE decisions (a
+    # bound that keeps it flat over years of history); when that is not the whole window, the
+    # page says how far back it looked and how to look further.
+    from queue_app.mywork import views
+    from queue_app.selectors import my_work as figures
+
+    for module in (figures, views):
+        monkeypatch.setattr(module, "SUBJECT_SEARCH_SCOPE", 2)
+    make_items(queue, 3, prefix="Passport")
+    oldest, middle, newest = (decide(queue, alice) for _ in range(3))
+    client = login(alice)
+    page = client.get("/my-work/", {"subject": "passport"})
+    assert [d.pk for d in page.context["results"]] == [newest.pk, middle.pk]
+    assert page.context["reach"] == middle.created_at
+    assert "Searched your newest 2 decisions, back to" in page.content.decode()
+    # With a day, every decision of that day is searched, and nothing is said.
+    day = client.get("/my-work/", {"subject": "passport", "day": timezone.localdate()})
+    assert {d.pk for d in day.context["results"]} == {oldest.pk, middle.pk, newest.pk}
+    assert day.context["reach"] is None
+    assert "Searched your newest" not in day.content.decode()
+    # A scope that holds the whole window says nothing either.
+    for module in (figures, views):
+        monkeypatch.setattr(module, "SUBJECT_SEARCH_SCOPE", 3)
+    whole = client.get("/my-work/", {"subject": "passport"})
+    assert len(whole.context["results"]) == 3 and whole.context["reach"] is None
+
+
 def test_the_page_costs_the_same_queries_however_much_work(queue, alice):
     client = login(alice)
 

@@ -11,6 +11,8 @@ PURPOSE = {
     ),
     "MY_HANDLING_TIME": "One reviewer's handling time per queue over 7 and 30 days.",
     "MY_HOLDS": "The items a reviewer put on hold that are still held, soonest back first.",
+    "MY_SUBJECT_SEARCH": "A reviewer's newest decisions whose subject has the words typed.",
+    "MY_SEARCH_REACH": "How far back a reviewer's newest decisions a subject search reads go.",
 }
 
 # Reviewer verdicts per queue and verdict over the last 30 days, with today's and the last 7
@@ -150,4 +152,38 @@ SELECT i.id, i.subject, i.hold_until, i.held_at, i.due_at,
          LIMIT 1) = %(reviewer)s
  ORDER BY i.hold_until, i.id
  LIMIT %(limit)s
+"""
+
+# A subject search of one reviewer's decisions: the newest %(limit)s whose item's subject has a
+# word starting with each word typed (%(words)s, a tsquery from models/subject_search.py),
+# among that reviewer's newest %(scope)s decisions since %(since)s. The scope is read newest
+# first through decision_reviewer_recent, each decision's item by its primary key, and the
+# words are matched on the subject as read: the words index (item_subject_words) is not used,
+# because it answers with every item ever bearing a word (a common first name is tens of
+# thousands at ten million decisions) and its cost grew with the history. Here the cost stops
+# at the scope: a common word finds its %(limit)s early, a rare one reads the whole scope.
+MY_SUBJECT_SEARCH = """
+SELECT s.id
+  FROM (SELECT d.id, d.created_at, i.subject
+          FROM queue_app_decision AS d
+          JOIN queue_app_reviewitem AS i ON i.id = d.item_id
+         WHERE d.reviewer_id = %(reviewer)s AND d.created_at >= %(since)s
+         ORDER BY d.created_at DESC, d.id DESC
+         LIMIT %(scope)s) AS s
+ WHERE to_tsvector('simple'::regconfig, s.subject) @@ to_tsquery('simple'::regconfig, %(words)s)
+ ORDER BY s.created_at DESC, s.id DESC
+ LIMIT %(limit)s
+"""
+
+# The oldest decision MY_SUBJECT_SEARCH's scope holds, and the one after it: two rows when the
+# reviewer has more decisions since %(since)s than the scope (the search did not reach the
+# window's start, and the page says how far back it looked), fewer when it covered the window.
+# The same index, %(scope)s + 1 entries.
+MY_SEARCH_REACH = """
+SELECT d.created_at
+  FROM queue_app_decision AS d
+ WHERE d.reviewer_id = %(reviewer)s AND d.created_at >= %(since)s
+ ORDER BY d.created_at DESC, d.id DESC
+OFFSET %(scope)s - 1
+ LIMIT 2
 """
