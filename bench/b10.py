@@ -309,19 +309,19 @@ def measure(small: str, large: str, n: int, with_verify: bool = True) -> dict[st
         cycles(lambda side, record, kind=kind: lane_cycle(side, kind, record))
     print("  my work, ops, metrics, timeline", flush=True)
     paired(sides, "My work", lambda s: _ok(s.people.get("/my-work/")), n)
-    # The generator's subjects are "History item N": "item 12" is a word in every subject and
-    # a prefix of one number in eighteen (112,222 items at scale 1), the worst a word search
-    # meets; "1729" is a rarer word (1,111 items), like a name.
+    # Subjects are names (bench/history.py): "smith" is the commonest surname (one subject in
+    # seventeen), found early among the reviewer's newest decisions; "greta weber" is a full
+    # name few items bear, so the search reads its whole scope.
     paired(
         sides,
-        "My work search (subject)",
-        lambda s: _ok(s.people.get("/my-work/?subject=item+12")),
+        "My work search (a common surname)",
+        lambda s: _ok(s.people.get("/my-work/?subject=smith")),
         n,
     )
     paired(
         sides,
-        "My work search (a rarer word)",
-        lambda s: _ok(s.people.get("/my-work/?subject=1729")),
+        "My work search (a full name)",
+        lambda s: _ok(s.people.get("/my-work/?subject=greta+weber")),
         n,
     )
     paired(sides, "/ops/", lambda s: _ok(s.staff.get("/ops/")), n)
