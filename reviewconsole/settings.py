@@ -162,13 +162,19 @@ DATABASES["default"].setdefault(
 # own (REVIEW_STATEMENT_TIMEOUT_MS), the apply worker its own, and bulk loads may run long.
 DB_IDLE_IN_TRANSACTION_TIMEOUT_MS = env.int("DB_IDLE_IN_TRANSACTION_TIMEOUT_MS", default=60_000)
 DB_STATEMENT_TIMEOUT_MS = env.int("DB_STATEMENT_TIMEOUT_MS", default=0)
+# PostgreSQL's JIT compiles a statement whose estimated cost passes jit_above_cost: hundreds of
+# milliseconds of LLVM work that pays back only on long analytic scans. A page's statement is
+# short, but over years of history its estimate crosses the bar: the console home took 1.2 s
+# instead of 0.4 s at ten million decisions, nearly all of it compiling (B10). Off by default.
+DB_JIT = env.bool("DB_JIT", default=False)
 _db_options = DATABASES["default"].setdefault("OPTIONS", {})
 # DATABASE_URL names PgBouncer in transaction mode (docs/scaling.md): a server connection is
 # lent for one transaction, so nothing may rely on a session. The session guards above cannot
-# ride on the connection (PgBouncer refuses the `options` start-up parameter): set them on the
-# role instead (ALTER ROLE ... SET). Django's server-side cursors outside a transaction are WITH
-# HOLD, a session's, so they are off (Django's own advice for transaction pooling). The apply
-# worker LISTENs on DATABASE_DIRECT_URL (PostgreSQL itself) and sets no session guards.
+# ride on the connection (PgBouncer refuses the `options` start-up parameter): set them (and
+# jit = off) on the role instead (ALTER ROLE ... SET). Django's server-side cursors outside a
+# transaction are WITH HOLD, a session's, so they are off (Django's own advice for transaction
+# pooling). The apply worker LISTENs on DATABASE_DIRECT_URL (PostgreSQL itself) and sets no
+# session guards.
 REVIEW_TRANSACTION_POOLER = env.bool("REVIEW_TRANSACTION_POOLER", default=False)
 if REVIEW_TRANSACTION_POOLER:
     DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
@@ -179,6 +185,7 @@ else:
             _db_options.get("options", ""),
             f"-c idle_in_transaction_session_timeout={DB_IDLE_IN_TRANSACTION_TIMEOUT_MS}",
             f"-c statement_timeout={DB_STATEMENT_TIMEOUT_MS}",
+            "" if DB_JIT else "-c jit=off",
         )
         if part
     )

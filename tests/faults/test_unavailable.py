@@ -74,10 +74,12 @@ def test_the_session_guards_are_set_on_app_connections(settings):
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT name, setting FROM pg_settings WHERE name IN "
-            "('idle_in_transaction_session_timeout', 'statement_timeout')"
+            "('idle_in_transaction_session_timeout', 'statement_timeout', 'jit')"
         )
         guards = dict(cursor.fetchall())
     assert guards == {
         "idle_in_transaction_session_timeout": str(settings.DB_IDLE_IN_TRANSACTION_TIMEOUT_MS),
         "statement_timeout": str(settings.DB_STATEMENT_TIMEOUT_MS),
+        # JIT compiling a page's statement cost more than running it (B10, DB_JIT).
+        "jit": "off",
     }
