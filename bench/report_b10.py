@@ -9,6 +9,11 @@ def _gib(history: dict[str, Any] | None) -> str:
     return f"{history['size_gib']} GiB" if history else "?"
 
 
+def _runs(export: dict[str, Any]) -> str:
+    runs = len(export["large"].get("runs_rows_per_s", [])) or 1
+    return f" (median of {runs} runs a side)" if runs > 1 else ""
+
+
 def rate_section(rate: dict[str, Any] | None, target: float) -> list[str]:
     """The second comparison: the same ten million decisions against a team a fraction the size
     (the same three years at scale 0.005). Every window (today, 7 days, 30 days) there holds a
@@ -83,7 +88,8 @@ def b10_section(b10: dict[str, Any] | None, rate: dict[str, Any] | None = None) 
         "",
         "| command | small | large |",
         "|---|---:|---:|",
-        f"| export_decisions, last {export['large']['days']} days: rows, rows/s | "
+        f"| export_decisions, last {export['large']['days']} days: rows, rows/s"
+        f"{_runs(export)} | "
         f"{export['small']['rows']:,}, {export['small']['rows_per_s']:,} | "
         f"{export['large']['rows']:,}, {export['large']['rows_per_s']:,} |",
         f"| export_decisions peak RSS MiB (before the export) | "
