@@ -71,16 +71,16 @@ def main() -> None:
             "start times; `bench/run_restated`). B3 and B6 are judged as the services' share of "
             f"the psycopg floor (target ≥ {FLOOR_TARGET} at every process count), B7 at "
             f"+{FLUSH_TARGET_MS} ms of flush as well as at this machine's own (target "
-            f"≥ {FLUSH_TARGET} times at +{FLUSH_TARGET_MS} ms). The machine is shared and was busy "
-            "with other work during the run"
+            f"≥ {FLUSH_TARGET} times at +{FLUSH_TARGET_MS} ms). The machine is shared"
             + (
-                f" (1-minute load average {busy['min']:g} to {busy['max']:g} on its 2 cores, "
-                f"{busy['samples']} samples)"
+                f"; its 1-minute load average was {busy['min']:g} to {busy['max']:g} on 2 cores "
+                f"({busy['samples']} samples), the benchmarks' own clients included (up to 32 "
+                "processes)"
                 if (busy := (load("restated") or {}).get("load_average_1min"))
-                else " (a load average far above its 2 cores)"
+                else ""
             )
-            + ": the rates are low and move between runs; the ratios, each paired within a "
-            "round, are the figures."
+            + ": the rates move between runs; the ratios, each paired within a round, are the "
+            "figures."
             + (f" Note: {note}." if (note := (load("restated") or {}).get("note")) else ""),
             "",
         ]
