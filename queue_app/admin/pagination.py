@@ -40,7 +40,10 @@ class CappedCountPaginator(Paginator):
     @cached_property
     def count(self) -> int:
         # A slice makes Django count over a LIMITed subquery; no ORDER BY is needed to count.
-        bounded = cast(QuerySet[Any], self.object_list).order_by()[: COUNT_CAP + 1]
+        rows = cast(QuerySet[Any], self.object_list).order_by()
+        if rows.query.is_empty():
+            return 0  # .none() (a search with no words): nothing to ask the planner
+        bounded = rows[: COUNT_CAP + 1]
         (plan,) = json.loads(bounded.explain(format="json"))
         if plan["Plan"]["Total Cost"] > settings.REVIEW_ADMIN_COUNT_COST:
             self.estimated = True
